@@ -1,0 +1,1 @@
+"""Actions: the algorithms a cycle runs, in order, over one session."""

@@ -1,0 +1,81 @@
+"""Allocate: place units all-or-nothing, best unit first.
+
+For each unit (a gang's pending pods, or one pod for gang-unaware policies), in the order the
+plugins give: skip it with a reason if it is not valid; otherwise open a Statement and place
+its pods one by one on the best feasible node. Stop early once the gang's minimum can no
+longer be reached. Commit if the plugins say the gang is ready, else discard — the snapshot is
+then exactly as before — and record why the gang waits.
+
+A unit that cannot fit never blocks the units behind it. Within one allocate pass resources
+only shrink, so when a gang fails, every later gang with the same pending pod shapes and no
+more room to spare fails too; those are skipped without another placement attempt.
+"""
+
+from __future__ import annotations
+
+from phalanx.cluster.workloads import PodInfo
+from phalanx.framework.explain import needs, progress
+from phalanx.framework.session import Session
+from phalanx.framework.statement import Statement
+from phalanx.framework.unit import Unit
+
+Signature = tuple[object, ...]
+
+
+class Allocate:
+    name = "allocate"
+
+    def execute(self, session: Session) -> None:
+        failed: dict[Signature, str] = {}
+        for unit in session.units():
+            verdict = session.invalid(unit)
+            if verdict is not None:
+                session.wait(unit.gang, *verdict)
+                continue
+            signature = _signature(unit)
+            if signature not in failed:
+                session.result.attempts += 1
+                if self._place(session, unit):
+                    continue
+                failed[signature] = needs(session, unit)
+            session.wait(unit.gang, "NotEnoughResources", progress(unit) + failed[signature])
+
+    def _place(self, session: Session, unit: Unit) -> bool:
+        stmt = session.statement()
+        gang = unit.gang
+        spare = len(unit.pods) + gang.placed - gang.min_member  # pods that may fail
+        misses = 0
+        for pod in unit.pods:
+            node = session.select_node(pod)
+            if node is None:
+                misses += 1
+                if misses > spare and not gang.implicit and not gang.ready():
+                    break
+                continue
+            stmt.allocate(pod, node)
+        if len(stmt) and session.ready(unit):
+            stmt.commit()
+            session.placed(gang)
+            return True
+        return _give_up(stmt)
+
+
+def _give_up(stmt: Statement) -> bool:
+    stmt.discard()
+    return False
+
+
+def _signature(unit: Unit) -> Signature:
+    """Units with the same signature need the same room (for the failure shortcut)."""
+    gang = unit.gang
+    roles = tuple(
+        sorted(
+            (role, need - gang.placed_by_role[role]) for role, need in gang.role_minimums.items()
+        )
+    )
+    shapes = tuple(sorted((_shape(pod) for pod in unit.pods), key=lambda s: (s[0], s[2])))
+    return (gang.min_member - gang.placed, gang.ready(), roles, shapes)
+
+
+def _shape(pod: PodInfo) -> tuple[bytes, object, str]:
+    return (pod.request.tobytes(), pod.spec.placement, pod.spec.role)

@@ -1,0 +1,1 @@
+"""Pure data: quantities, resources, specs and errors. No I/O, no logging."""

@@ -1,0 +1,45 @@
+"""Input errors that name the file, the object and the field.
+
+Every user-facing validation failure is an :class:`InputError`. Its ``str`` is one line,
+``FILE: KIND NAMESPACE/NAME: FIELD: MESSAGE``, which the CLI prints before exiting 2.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """A bad manifest, trace row or option, located as precisely as we can."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "",
+        obj: str = "",
+        field: str = "",
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.obj = obj
+        self.field = field
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        parts = [p for p in (self.source, self.obj, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+    def located(self, *, source: str = "", obj: str = "", field: str = "") -> InputError:
+        """A copy with missing location parts filled in (inner parts win)."""
+        inner_field = self.field
+        if field and inner_field:
+            joined = (
+                f"{field}.{inner_field}" if not inner_field.startswith("[") else field + inner_field
+            )
+        else:
+            joined = field or inner_field
+        return InputError(
+            self.message,
+            source=self.source or source,
+            obj=self.obj or obj,
+            field=joined,
+        )

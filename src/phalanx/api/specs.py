@@ -1,0 +1,168 @@
+"""Specs: the scheduler's view of Kubernetes objects, as frozen dataclasses.
+
+Resources are ``dict[str, int]`` in integer units (see :mod:`phalanx.api.quantity`). Times are
+seconds as floats on the simulation or wall clock. Specs are produced by :mod:`phalanx.k8s`
+and never mutated; run-time state (which node a pod is on, a gang's conditions) lives in
+:mod:`phalanx.cluster`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+Resources = dict[str, int]
+
+#: Default ``allocatable.pods`` of a node that does not say (kubelet's ``--max-pods``).
+DEFAULT_MAX_PODS = 110
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: TaintEffect
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """``key=None`` with ``Exists`` tolerates everything; ``effect=None`` matches all effects."""
+
+    key: str | None
+    operator: str  # "Equal" | "Exists"
+    value: str
+    effect: TaintEffect | None
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect is not None and self.effect != taint.effect:
+            return False
+        if self.key is None:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One node selector requirement: ``key operator values``."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorTerm:
+    """Expressions and fields are ANDed; terms of a node affinity are ORed."""
+
+    expressions: tuple[Requirement, ...] = ()
+    fields: tuple[Requirement, ...] = ()  # only metadata.name, as in Kubernetes
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Everything that restricts which nodes a pod may use, hashable so masks can be cached."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity_terms: tuple[SelectorTerm, ...] = ()  # empty: no required node affinity
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    name: str
+    allocatable: Resources
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GangRef:
+    """How a pod names its gang: the group's namespace-local name and the API it belongs to."""
+
+    name: str
+    api: str  # scheduling.x-k8s.io | scheduling.sigs.k8s.io | scheduling.volcano.sh
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    namespace: str
+    name: str
+    requests: Resources
+    placement: Placement = Placement()
+    priority: int = 0
+    scheduler_name: str = ""
+    gang: GangRef | None = None
+    role: str = ""
+    owner: str = ""  # "Job/NAME" for pods made by a controller
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    duration: float | None = None  # seconds of work once started (simulation)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def gang_key(self) -> str | None:
+        return None if self.gang is None else f"{self.namespace}/{self.gang.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class GangSpec:
+    """A PodGroup: at least ``min_member`` pods, and every role minimum, or none at all."""
+
+    namespace: str
+    name: str
+    min_member: int
+    api: str
+    role_minimums: dict[str, int] = field(default_factory=dict)
+    priority: int | None = None  # None: the highest priority of its members
+    queue: str = "default"
+    timeout_seconds: float | None = None
+    min_resources: Resources = field(default_factory=dict)
+    duration: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """``batch/v1`` Job: the simulator's job controller creates ``parallelism`` pods."""
+
+    namespace: str
+    name: str
+    parallelism: int
+    completions: int | None
+    template: PodSpec  # name is the job name; pods are named NAME-INDEX
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassSpec:
+    name: str
+    value: int
+    global_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaSpec:
+    """``v1 ResourceQuota`` hard limits, keyed by resource name (``pods`` counts pods)."""
+
+    namespace: str
+    name: str
+    hard: Resources
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSpec:
+    name: str

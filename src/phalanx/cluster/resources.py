@@ -1,0 +1,56 @@
+"""The per-cluster resource index: resource name → column of every resource matrix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+from phalanx.api.quantity import format_units, is_gpu
+from phalanx.api.specs import Resources
+
+Vector = npt.NDArray[np.int64]
+
+#: Columns every cluster has, in this order, so tests and reports can rely on them.
+BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods", "nvidia.com/gpu")
+
+
+class ResourceIndex:
+    """Maps resource names to columns; built once per cluster from every name in the input."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self.names: list[str] = []
+        self.position: dict[str, int] = {}
+        for name in (*BASE_RESOURCES, *sorted(set(names) - set(BASE_RESOURCES))):
+            self.position[name] = len(self.names)
+            self.names.append(name)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.position
+
+    def vector(self, resources: Resources) -> Vector:
+        """The resources as an int64 vector; raises KeyError for a name the index lacks."""
+        out = np.zeros(len(self.names), dtype=np.int64)
+        for name, amount in resources.items():
+            out[self.position[name]] = amount
+        return out
+
+    def mapping(self, vector: Vector) -> Resources:
+        """Non-zero entries of ``vector`` as a dict."""
+        return {self.names[i]: int(vector[i]) for i in np.flatnonzero(vector)}
+
+    def gpu_columns(self) -> list[int]:
+        return [i for i, name in enumerate(self.names) if is_gpu(name)]
+
+    def describe(self, vector: Vector, *, skip_pods: bool = True) -> str:
+        """``{cpu: 2, nvidia.com/gpu: 1}`` in human units."""
+        parts = [
+            f"{name}: {format_units(name, amount)}"
+            for name, amount in self.mapping(vector).items()
+            if not (skip_pods and name == "pods")
+        ]
+        return "{" + ", ".join(parts) + "}"

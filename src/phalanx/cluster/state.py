@@ -1,0 +1,106 @@
+"""ClusterState: the authoritative nodes, pods and gangs that each cycle snapshots.
+
+Backends (the simulator, later the Kubernetes watch) are the only writers: they add and remove
+objects and apply committed binds. ``waiting`` keeps, in arrival order, the gangs that have at
+least one pending member, so a cycle never scans finished work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.resources import ResourceIndex
+from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+
+
+class ClusterState:
+    def __init__(self, nodes: Sequence[NodeSpec], index: ResourceIndex) -> None:
+        self.index = index
+        self.table = NodeTable.build(nodes, index)
+        self.pods: dict[str, PodInfo] = {}
+        self.gangs: dict[str, GangInfo] = {}
+        self.waiting: dict[str, GangInfo] = {}
+        self.orphans: dict[str, list[PodInfo]] = {}  # pods whose PodGroup has not appeared
+        self._seq = 0
+
+    # -- objects appear ------------------------------------------------------------------
+    def add_gang(self, spec: GangSpec, now: float) -> GangInfo:
+        gang = GangInfo(
+            key=spec.key,
+            spec=spec,
+            min_member=spec.min_member,
+            role_minimums=dict(spec.role_minimums),
+            created=now,
+        )
+        self.gangs[spec.key] = gang
+        for pod in self.orphans.pop(spec.key, []):
+            pod.gang = gang
+            self._join(pod)
+        return gang
+
+    def add_pod(self, spec: PodSpec, now: float) -> PodInfo:
+        """Add a pending pod; raises KeyError if it requests a resource no node knows."""
+        request = self.index.vector(spec.requests)
+        gang_key = spec.gang_key
+        if gang_key is None:
+            gang = GangInfo(key=spec.key, spec=None, min_member=1, role_minimums={}, created=now)
+            self.gangs[gang.ident] = gang
+        else:
+            gang = self.gangs.get(gang_key) or _placeholder(gang_key, now)
+        self._seq += 1
+        pod = PodInfo(spec=spec, request=request, created=now, seq=self._seq, gang=gang)
+        self.pods[spec.key] = pod
+        if gang_key is not None and gang_key not in self.gangs:
+            self.orphans.setdefault(gang_key, []).append(pod)
+        else:
+            self._join(pod)
+        return pod
+
+    def _join(self, pod: PodInfo) -> None:
+        pod.gang.add(pod)
+        if pod.status is PodStatus.PENDING:
+            self.waiting[pod.gang.ident] = pod.gang
+
+    # -- the backend applies decisions -----------------------------------------------------
+    def bind(self, pod: PodInfo, node: int, now: float) -> None:
+        """Record a committed bind: the pod holds ``node``'s resources from now on."""
+        if pod.status not in (PodStatus.ALLOCATED, PodStatus.PENDING):
+            raise ValueError(f"cannot bind {pod.key} in status {pod.status.value}")
+        self.table.add(node, pod.request)
+        pod.node = node
+        pod.bound_at = now
+        pod.gang.move(pod, PodStatus.BOUND)
+        self._refresh_waiting(pod.gang)
+
+    def release(self, pod: PodInfo, status: PodStatus = PodStatus.SUCCEEDED) -> None:
+        """A pod finished or went away: return its resources."""
+        if pod.node >= 0 and pod.status in (PodStatus.BOUND, PodStatus.RELEASING):
+            self.table.remove(pod.node, pod.request)
+        pod.gang.move(pod, status)
+        self._refresh_waiting(pod.gang)
+
+    def _refresh_waiting(self, gang: GangInfo) -> None:
+        if any(p.status is PodStatus.PENDING for p in gang.members):
+            self.waiting.setdefault(gang.ident, gang)
+        else:
+            self.waiting.pop(gang.ident, None)
+
+    def waiting_gangs(self) -> Iterable[GangInfo]:
+        return list(self.waiting.values())
+
+    def pod_of(self, key: str) -> PodInfo | None:
+        return self.pods.get(key)
+
+
+def _placeholder(key: str, now: float) -> GangInfo:
+    """Where a pod waits while its PodGroup has not appeared yet; never scheduled."""
+    return GangInfo(
+        key=key,
+        spec=None,
+        min_member=1,
+        role_minimums={},
+        created=now,
+        invalid="its PodGroup does not exist yet",
+    )

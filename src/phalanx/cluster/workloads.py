@@ -1,0 +1,149 @@
+"""Pods and gangs at run time.
+
+Every pod belongs to exactly one gang: its PodGroup, or an implicit gang of one for a pod that
+names none. Status changes go through :meth:`GangInfo.move` so the gang's counters (placed
+members, per role) are always exact; the Statement relies on that to undo cheaply.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+
+from phalanx.api.specs import GangSpec, PodSpec
+from phalanx.cluster.resources import Vector
+
+#: Prefix of the identity of a lone pod's implicit gang (PodGroups use ``namespace/name``).
+IMPLICIT_PREFIX = "pod:"
+
+
+class PodStatus(Enum):
+    PENDING = "Pending"  # exists, not placed
+    ALLOCATED = "Allocated"  # placed in this session's statement, not yet committed
+    PIPELINED = "Pipelined"  # claims a node's future free resources in this session
+    BOUND = "Bound"  # committed to a node; holds its resources
+    RELEASING = "Releasing"  # being evicted; still holds resources
+    SUCCEEDED = "Succeeded"  # finished; resources returned
+    DELETED = "Deleted"
+
+
+#: Statuses that count towards a gang's quorum ("placed").
+PLACED = frozenset({PodStatus.ALLOCATED, PodStatus.BOUND, PodStatus.SUCCEEDED})
+#: Statuses that hold node resources.
+HOLDING = frozenset({PodStatus.ALLOCATED, PodStatus.BOUND, PodStatus.RELEASING})
+
+
+@dataclass(eq=False, slots=True)
+class PodInfo:
+    spec: PodSpec
+    request: Vector
+    created: float
+    seq: int  # arrival order, for deterministic FIFO ties
+    gang: GangInfo
+    status: PodStatus = PodStatus.PENDING
+    node: int = -1
+    bound_at: float | None = None
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    @property
+    def priority(self) -> int:
+        return self.spec.priority
+
+
+@dataclass(slots=True)
+class Condition:
+    """Why a gang waits, as data: a reason code and a message with numbers."""
+
+    type: str  # "Unschedulable" | "Scheduled"
+    reason: str  # e.g. NotEnoughResources, NotEnoughMembers, Timeout, Invalid
+    message: str
+    since: float
+
+
+@dataclass(eq=False, slots=True)
+class GangInfo:
+    key: str
+    spec: GangSpec | None  # None: the implicit gang of a lone pod
+    min_member: int
+    role_minimums: dict[str, int]
+    created: float
+    members: list[PodInfo] = field(default_factory=list)
+    placed: int = 0
+    pipelined: int = 0
+    placed_by_role: Counter[str] = field(default_factory=Counter)
+    invalid: str | None = None
+    condition: Condition | None = None
+    timed_out: bool = False
+    failures: int = 0
+    backoff_until: float = 0.0
+    started: float | None = None  # when its work started (min members running)
+    finished: float | None = None
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    @property
+    def ident(self) -> str:
+        """Unique among all gangs: a PodGroup's key, or ``pod:KEY`` for an implicit gang."""
+        return self.key if self.spec is not None else IMPLICIT_PREFIX + self.key
+
+    @property
+    def implicit(self) -> bool:
+        return self.spec is None
+
+    @property
+    def priority(self) -> int:
+        if self.spec is not None and self.spec.priority is not None:
+            return self.spec.priority
+        return max((pod.priority for pod in self.members), default=0)
+
+    @property
+    def timeout(self) -> float | None:
+        return None if self.spec is None else self.spec.timeout_seconds
+
+    def add(self, pod: PodInfo) -> None:
+        self.members.append(pod)
+        if pod.status in PLACED:
+            self.placed += 1
+            self.placed_by_role[pod.spec.role] += 1
+
+    def move(self, pod: PodInfo, status: PodStatus) -> None:
+        """Change ``pod``'s status, keeping the gang's counters exact."""
+        before, after = pod.status in PLACED, status in PLACED
+        if before != after:
+            delta = 1 if after else -1
+            self.placed += delta
+            self.placed_by_role[pod.spec.role] += delta
+        self.pipelined += (status is PodStatus.PIPELINED) - (pod.status is PodStatus.PIPELINED)
+        pod.status = status
+
+    def pending(self) -> list[PodInfo]:
+        return [pod for pod in self.members if pod.status is PodStatus.PENDING]
+
+    def alive(self) -> int:
+        """Members that exist and have not finished or gone."""
+        return sum(
+            pod.status not in (PodStatus.SUCCEEDED, PodStatus.DELETED) for pod in self.members
+        )
+
+    def roles_ready(self, counts: Counter[str]) -> bool:
+        return all(counts[role] >= need for role, need in self.role_minimums.items())
+
+    def ready(self) -> bool:
+        """At least ``min_member`` placed, and every role minimum met."""
+        return self.placed >= self.min_member and self.roles_ready(self.placed_by_role)
+
+    def pipelined_ready(self) -> bool:
+        return self.placed + self.pipelined >= self.min_member
+
+    def holding(self) -> bool:
+        return any(pod.status in HOLDING for pod in self.members)

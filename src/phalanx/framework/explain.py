@@ -1,0 +1,63 @@
+"""Why a unit waits, with numbers.
+
+Messages read like ``kubectl describe`` output of the default scheduler, but for the whole
+gang: ``needs 4 × {nvidia.com/gpu: 1}; 3 fit now (0/4 nodes have room: 3 Insufficient
+nvidia.com/gpu, 1 node(s) were unschedulable)``. They are computed only on the failure path,
+after the unit's statement was discarded, so they describe the cluster the unit really saw.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from phalanx.cluster.workloads import PodInfo
+from phalanx.framework.session import Session
+from phalanx.framework.unit import Unit
+
+
+def shapes(pods: list[PodInfo]) -> list[tuple[PodInfo, int]]:
+    """Pods grouped by identical request and placement: (an example pod, how many)."""
+    groups: dict[tuple[bytes, object], list[PodInfo]] = {}
+    for pod in pods:
+        groups.setdefault((pod.request.tobytes(), pod.spec.placement), []).append(pod)
+    return [(members[0], len(members)) for members in groups.values()]
+
+
+def node_reasons(session: Session, pod: PodInfo) -> str:
+    """``0/8 nodes have room: 7 Insufficient nvidia.com/gpu, 1 node(s) were unschedulable``."""
+    total = len(session.table)
+    counts: Counter[str] = Counter()
+    rejected = np.zeros(total, dtype=bool)
+    for plugin in session.filters:
+        for reason, mask in plugin.rejections(session.table, pod):
+            counts[reason] += int(mask.sum())
+            rejected |= mask
+    room = total - int(rejected.sum())
+    detail = ", ".join(
+        f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    )
+    return f"{room}/{total} nodes have room" + (f": {detail}" if detail else "")
+
+
+def progress(unit: Unit) -> str:
+    """``2/4 required members placed, 2 more needed`` (empty for a lone pod)."""
+    gang = unit.gang
+    if gang.implicit:
+        return ""
+    still = max(gang.min_member - gang.placed, 0)
+    return f"{gang.placed}/{gang.min_member} required members placed, {still} more needed; "
+
+
+def needs(session: Session, unit: Unit) -> str:
+    """What the unit's pending pods need and how many of each shape fit right now."""
+    parts = []
+    for pod, count in shapes(unit.pods):
+        shape = session.table.index.describe(pod.request)
+        fit = session.table.capacity_for(pod.request, session.feasible(pod))
+        text = f"needs {count} × {shape}; {fit} fit now"
+        if fit == 0:
+            text += f" ({node_reasons(session, pod)})"
+        parts.append(text)
+    return "; ".join(parts)

@@ -1,0 +1,175 @@
+"""Session: one scheduling cycle over a snapshot of the cluster.
+
+The session copies the node table's usage (cheap: a few ``[N, R]`` integer arrays), finds the
+plugins' hooks once, and offers actions what they need: the ordered units, node selection,
+validity and readiness votes, and Statements. Committed operations become the cycle's binds
+and evictions; the backend applies them to the authoritative state. Pods are shared with the
+state, which is safe because every change to them in the session goes through a Statement and
+is either committed or undone before the session closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from phalanx.cluster.labels import Mask
+from phalanx.cluster.state import ClusterState
+from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
+from phalanx.framework.plugin import Filter, Score, Scores, UnitOrder, UnitReady, UnitValid
+from phalanx.framework.statement import Op, Operation, Statement
+from phalanx.framework.unit import Unit
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    gang_units: bool = True  # False: every pod is its own unit (gang-unaware baselines)
+    backoff_base: float = 1.0  # seconds; doubles per failed retry after a timeout
+    backoff_max: float = 10.0
+
+
+@dataclass(slots=True)
+class CycleResult:
+    binds: list[tuple[PodInfo, int]] = field(default_factory=list)
+    evictions: list[PodInfo] = field(default_factory=list)
+    waiting: dict[str, Condition] = field(default_factory=dict)  # gang ident → why it waits
+    timeouts: list[GangInfo] = field(default_factory=list)
+    retry_at: dict[str, float] = field(default_factory=dict)  # gang ident → end of new backoff
+    deferred: dict[str, float] = field(default_factory=dict)  # skipped in backoff → its end
+    attempts: int = 0
+
+
+class Session:
+    def __init__(
+        self,
+        state: ClusterState,
+        plugins: Sequence[object],
+        *,
+        now: float,
+        rng: np.random.Generator,
+        config: SessionConfig = SessionConfig(),
+    ) -> None:
+        self.state = state
+        self.table = state.table.copy()
+        self.now = now
+        self.rng = rng
+        self.config = config
+        self.plugins = list(plugins)
+        self.orders = [p for p in plugins if isinstance(p, UnitOrder)]
+        self.validators = [p for p in plugins if isinstance(p, UnitValid)]
+        self.readiness = [p for p in plugins if isinstance(p, UnitReady)]
+        self.filters = [p for p in plugins if isinstance(p, Filter)]
+        self.scorers = [p for p in plugins if isinstance(p, Score)]
+        self.result = CycleResult()
+        self._open: list[Statement] = []
+
+    # -- units -----------------------------------------------------------------------------
+    def units(self) -> list[Unit]:
+        """Pending work, best first; gangs in backoff are left out and their retry noted."""
+        units: list[Unit] = []
+        for gang in self.state.waiting_gangs():
+            if gang.backoff_until > self.now:
+                self.result.deferred[gang.ident] = gang.backoff_until
+                continue
+            pending = gang.pending()
+            if not pending:
+                continue
+            if self.config.gang_units:
+                units.append(Unit.of_gang(gang, pending))
+            else:
+                units.extend(Unit.of_pod(pod) for pod in pending)
+        units.sort(key=self.order_key)
+        return units
+
+    def order_key(self, unit: Unit) -> tuple[float, ...]:
+        key: tuple[float, ...] = ()
+        for plugin in self.orders:
+            key += plugin.order_key(unit)
+        return (*key, unit.seq)
+
+    def invalid(self, unit: Unit) -> tuple[str, str] | None:
+        for plugin in self.validators:
+            verdict = plugin.unit_valid(unit, self.table)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def ready(self, unit: Unit) -> bool:
+        return all(plugin.unit_ready(unit) for plugin in self.readiness)
+
+    # -- nodes -----------------------------------------------------------------------------
+    def feasible(self, pod: PodInfo) -> Mask:
+        mask = np.ones(len(self.table), dtype=bool)
+        for plugin in self.filters:
+            mask &= plugin.filter(self.table, pod)
+        return mask
+
+    def scores(self, pod: PodInfo, feasible: Mask) -> Scores:
+        total = np.zeros(len(self.table), dtype=np.float64)
+        for plugin in self.scorers:
+            total += plugin.weight * plugin.score(self.table, pod, feasible)
+        return total
+
+    def select_node(self, pod: PodInfo) -> int | None:
+        """The best feasible node for ``pod``; ties are broken by the session's seeded RNG."""
+        feasible = self.feasible(pod)
+        candidates = np.flatnonzero(feasible)
+        if candidates.size == 0:
+            return None
+        if candidates.size == 1 or not self.scorers:
+            return int(candidates[0])
+        scores = self.scores(pod, feasible)[candidates]
+        best = candidates[scores == scores.max()]
+        return int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
+
+    # -- statements ------------------------------------------------------------------------
+    def statement(self) -> Statement:
+        stmt = Statement(self)
+        self._open.append(stmt)
+        return stmt
+
+    def committed(self, operations: list[Operation]) -> None:
+        for operation in operations:
+            if operation.op is Op.ALLOCATE:
+                self.result.binds.append((operation.pod, operation.node))
+            elif operation.op is Op.EVICT:
+                self.result.evictions.append(operation.pod)
+
+    # -- outcome -----------------------------------------------------------------------------
+    def wait(self, gang: GangInfo, reason: str, message: str) -> None:
+        """Record why ``gang`` waits; a gang past its timeout gets a condition and a backoff."""
+        since = gang.condition.since if gang.condition and gang.condition.reason == reason else None
+        condition = Condition("Unschedulable", reason, message, since or self.now)
+        timeout = gang.timeout
+        if timeout is not None and not gang.ready() and self.now - gang.created >= timeout:
+            if not gang.timed_out:
+                gang.timed_out = True
+                self.result.timeouts.append(gang)
+            condition.reason = "Timeout"
+            condition.message = (
+                f"waited {self.now - gang.created:g}s > scheduleTimeoutSeconds {timeout:g}; "
+                + message
+            )
+            delay = min(self.config.backoff_max, self.config.backoff_base * 2**gang.failures)
+            gang.failures += 1
+            gang.backoff_until = self.now + delay
+            self.result.retry_at[gang.ident] = gang.backoff_until
+        gang.condition = condition
+        self.result.waiting[gang.ident] = condition
+
+    def placed(self, gang: GangInfo) -> None:
+        gang.condition = Condition(
+            "Scheduled", "Scheduled", "all required members placed", self.now
+        )
+        gang.failures = 0
+        gang.backoff_until = 0.0
+
+    def close(self) -> CycleResult:
+        """Undo statements left open (pipelined claims live for one cycle only)."""
+        for stmt in self._open:
+            if not stmt.closed:
+                stmt.discard()
+        self._open.clear()
+        return self.result

@@ -1,0 +1,97 @@
+"""Statement: tentative placement with an exact undo.
+
+Every change an action makes to a session goes through a Statement. ``allocate`` places a pod
+on a node's free resources, ``pipeline`` claims a node's *future* free resources (what evicted
+pods will return), ``evict`` marks a placed pod as releasing. Each operation is logged with
+the pod's previous status and node; ``discard`` replays the log backwards so the session's
+node table and every pod and gang counter are exactly as before (property-tested).
+``commit`` hands the operations to the session, which turns them into binds and evictions
+for the backend. A unit is committed only when the plugins say it is ready.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from phalanx.cluster.workloads import PodInfo, PodStatus
+
+if TYPE_CHECKING:
+    from phalanx.framework.session import Session
+
+
+class Op(Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    op: Op
+    pod: PodInfo
+    node: int
+    previous: PodStatus
+    previous_node: int
+
+
+class Statement:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.table = session.table
+        self.operations: list[Operation] = []
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self.operations)
+
+    def allocate(self, pod: PodInfo, node: int) -> None:
+        self._log(Op.ALLOCATE, pod, node)
+        self.table.requested[node] += pod.request
+        pod.node = node
+        pod.gang.move(pod, PodStatus.ALLOCATED)
+
+    def pipeline(self, pod: PodInfo, node: int) -> None:
+        self._log(Op.PIPELINE, pod, node)
+        self.table.pipelined[node] += pod.request
+        pod.node = node
+        pod.gang.move(pod, PodStatus.PIPELINED)
+
+    def evict(self, pod: PodInfo) -> None:
+        if pod.node < 0:
+            raise ValueError(f"cannot evict {pod.key}: it is not on a node")
+        self._log(Op.EVICT, pod, pod.node)
+        self.table.releasing[pod.node] += pod.request
+        pod.gang.move(pod, PodStatus.RELEASING)
+
+    def discard(self) -> None:
+        """Undo every operation, newest first."""
+        self._close()
+        for operation in reversed(self.operations):
+            pod, node = operation.pod, operation.node
+            if operation.op is Op.ALLOCATE:
+                self.table.requested[node] -= pod.request
+            elif operation.op is Op.PIPELINE:
+                self.table.pipelined[node] -= pod.request
+            else:
+                self.table.releasing[node] -= pod.request
+            pod.node = operation.previous_node
+            pod.gang.move(pod, operation.previous)
+        self.operations.clear()
+
+    def commit(self) -> list[Operation]:
+        """Make the operations final for this session; the session reports them to the backend."""
+        self._close()
+        self.session.committed(self.operations)
+        return self.operations
+
+    def _log(self, op: Op, pod: PodInfo, node: int) -> None:
+        if self.closed:
+            raise RuntimeError("statement already committed or discarded")
+        self.operations.append(Operation(op, pod, node, pod.status, pod.node))
+
+    def _close(self) -> None:
+        if self.closed:
+            raise RuntimeError("statement already committed or discarded")
+        self.closed = True

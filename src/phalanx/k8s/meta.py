@@ -1,0 +1,145 @@
+"""Object metadata: names, namespaces, labels, annotations and phalanx's own annotations.
+
+Design: converters wrap their work in :func:`describing`, which stamps the object's label
+(``Kind namespace/name``, or ``Kind name`` for cluster-scoped kinds) onto any ``InputError``
+raised inside. :func:`object_label` never fails, so even an object with a malformed name gets
+the best label we can give it. Simulation timing (``phalanx.dev/submit-after``,
+``phalanx.dev/delete-after``) may sit on any object and is read by :func:`timing_from_dict`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from phalanx.api.durations import parse_duration
+from phalanx.api.errors import InputError
+from phalanx.api.workload import Timing
+from phalanx.k8s.fields import (
+    Obj,
+    as_mapping,
+    child,
+    describe,
+    fail,
+    get_mapping,
+    get_string_map,
+)
+
+SUBMIT_AFTER = "phalanx.dev/submit-after"
+DELETE_AFTER = "phalanx.dev/delete-after"
+DURATION = "phalanx.dev/duration"
+MIN_TASK_MEMBER = "phalanx.dev/min-task-member"
+ROLE_LABEL = "phalanx.dev/role"
+
+DEFAULT_NAMESPACE = "default"
+
+# DNS-1123 subdomain (object names) and label (namespaces), as Kubernetes validates them.
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+@contextmanager
+def describing(label: str) -> Iterator[None]:
+    """Attach ``label`` as the object of any InputError raised in the block."""
+    try:
+        yield
+    except InputError as exc:
+        raise exc.located(obj=label) from None
+
+
+def object_label(obj: object, kind: str, *, namespaced: bool, namespace: str | None = None) -> str:
+    """``Kind namespace/name`` or ``Kind name``; never raises, whatever ``obj`` holds."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return kind
+    if not namespaced:
+        return f"{kind} {name}"
+    if namespace is None:
+        ns = meta.get("namespace")
+        namespace = ns if isinstance(ns, str) and ns else DEFAULT_NAMESPACE
+    return f"{kind} {namespace}/{name}"
+
+
+def root(obj: object) -> Obj:
+    """The object itself, checked to be a map."""
+    if not isinstance(obj, Mapping):
+        fail("", f"object must be a map, not {describe(obj)}")
+    return as_mapping(obj, "")
+
+
+def metadata(obj: Obj) -> Obj:
+    return get_mapping(obj, "metadata", "")
+
+
+def name_of(obj: Obj) -> str:
+    value = metadata(obj).get("name")
+    if value is None or value == "":
+        fail("metadata.name", "name is required")
+    if not isinstance(value, str):
+        fail("metadata.name", "must be a string")
+    if len(value) > 253 or not _SUBDOMAIN.fullmatch(value):
+        fail("metadata.name", f"invalid name {value!r}: must be a lowercase DNS-1123 subdomain")
+    return value
+
+
+def namespace_of(obj: Obj, override: str | None = None) -> str:
+    if override is not None:
+        return override
+    value = metadata(obj).get("namespace")
+    if value is None or value == "":
+        return DEFAULT_NAMESPACE
+    if not isinstance(value, str):
+        fail("metadata.namespace", "must be a string")
+    check_namespace_name(value, "metadata.namespace")
+    return value
+
+
+def check_namespace_name(value: str, path: str) -> None:
+    if len(value) > 63 or not _LABEL.fullmatch(value):
+        fail(path, f"invalid namespace {value!r}: must be a lowercase DNS-1123 label")
+
+
+def labels_of(obj: Obj) -> dict[str, str]:
+    return get_string_map(metadata(obj), "labels", "metadata")
+
+
+def annotations_of(obj: Obj) -> dict[str, str]:
+    return get_string_map(metadata(obj), "annotations", "metadata")
+
+
+def annotation_path(key: str, prefix: str = "") -> str:
+    return child(f"{prefix}metadata.annotations", key)
+
+
+def duration_annotation(annotations: Mapping[str, str], key: str, prefix: str = "") -> float | None:
+    """Seconds in annotation ``key``, or None when absent."""
+    text = annotations.get(key)
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        fail(annotation_path(key, prefix), str(exc))
+    if seconds != seconds or seconds == float("inf"):  # NaN or infinite
+        fail(annotation_path(key, prefix), f"duration {text!r} is not finite")
+    return seconds
+
+
+def timing_from_dict(obj: Mapping[str, Any]) -> Timing:
+    """The simulation timing of any object, from its ``phalanx.dev/*-after`` annotations."""
+    with describing(_any_label(obj)):
+        annotations = annotations_of(root(obj))
+        submit = duration_annotation(annotations, SUBMIT_AFTER)
+        delete = duration_annotation(annotations, DELETE_AFTER)
+        return Timing(submit_after=submit or 0.0, delete_after=delete)
+
+
+def _any_label(obj: object) -> str:
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    kind = kind if isinstance(kind, str) and kind else "object"
+    namespaced = kind not in ("Node", "PriorityClass", "Namespace")
+    return object_label(obj, kind, namespaced=namespaced)

@@ -1,0 +1,12 @@
+"""Priority: higher priority first, then earlier creation (FIFO within a priority)."""
+
+from __future__ import annotations
+
+from phalanx.framework.unit import Unit
+
+
+class Priority:
+    name = "priority"
+
+    def order_key(self, unit: Unit) -> tuple[float, ...]:
+        return (-unit.priority, unit.created)

@@ -1,0 +1,57 @@
+"""The event heap, keyed by (time, priority, sequence) so equal times resolve the same way
+every run. At one instant, work finishing and objects going are handled before objects
+appearing, so freed resources are visible to arrivals of the same instant, and the scheduling
+cycle runs once after all of them.
+
+Events are *progress* events (something can change: an arrival, a finish, a deletion, a gang
+timeout check, a retry after a change) or not. The run ends when no progress event is left.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Kind(IntEnum):
+    FINISH = 0  # a gang's (or lone pod's) work ends
+    DELETE = 1  # phalanx.dev/delete-after
+    ARRIVE = 2  # phalanx.dev/submit-after
+    RUNNING = 3  # start-up delay over: check whether gangs can start
+    RETRY = 4  # a gang's backoff is over and the cluster changed meanwhile
+    CHECK = 5  # a gang reaches its scheduleTimeoutSeconds
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    time: float
+    kind: Kind
+    payload: object
+    progress: bool = True
+
+
+class EventQueue:
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, int, Event]] = []
+        self._seq = 0
+        self._progress = 0
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def push(self, event: Event) -> None:
+        self._seq += 1
+        self._progress += event.progress
+        heapq.heappush(self._heap, (event.time, int(event.kind), self._seq, event))
+
+    def peek_time(self) -> float:
+        return self._heap[0][0]
+
+    def pop(self) -> Event:
+        event = heapq.heappop(self._heap)[3]
+        self._progress -= event.progress
+        return event
+
+    def has_progress(self) -> bool:
+        return self._progress > 0

@@ -1,0 +1,124 @@
+"""What a run measured.
+
+GPU amounts are tracked in milli-GPU (integers) and reported in GPU-hours. *Idle* GPUs are
+GPUs bound to members of gangs whose work has not started: they are held, paid for, and do
+nothing — the "money on fire" figure. A lone pod starts when it runs, so it is never idle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Default price of one GPU-hour, in dollars: about $25/hour for 7 idle GPUs.
+DEFAULT_GPU_HOUR_PRICE = 3.5
+
+
+@dataclass(slots=True)
+class GangRecord:
+    namespace: str
+    name: str
+    kind: str  # PodGroup | Pod
+    min_member: int
+    submit: float
+    start: float | None = None
+    finish: float | None = None
+    state: str = "waiting"  # completed | running | waiting | deadlocked
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "kind": self.kind,
+            "min_member": self.min_member,
+            "submit": self.submit,
+            "start": self.start,
+            "finish": self.finish,
+            "state": self.state,
+            "queue_delay": None if self.start is None else self.start - self.submit,
+            "completion_time": None if self.finish is None else self.finish - self.submit,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class GpuMeter:
+    """Integrates held-but-idle GPU time and records allocation over time."""
+
+    idle_milli: int = 0
+    allocated_milli: int = 0
+    idle_milli_seconds: float = 0.0
+    last: float = 0.0
+    series: list[tuple[float, float]] = field(default_factory=lambda: [(0.0, 0.0)])
+
+    def advance(self, now: float) -> None:
+        if now > self.last:
+            self.idle_milli_seconds += self.idle_milli * (now - self.last)
+            self.last = now
+
+    def allocate(self, milli: int, *, idle: bool) -> None:
+        self.allocated_milli += milli
+        self.idle_milli += milli if idle else 0
+        self._record()
+
+    def release(self, milli: int, *, idle: bool) -> None:
+        self.allocated_milli -= milli
+        self.idle_milli -= milli if idle else 0
+        self._record()
+
+    def started(self, milli: int) -> None:
+        self.idle_milli -= milli
+
+    def _record(self) -> None:
+        point = (self.last, self.allocated_milli / 1000)
+        if self.series[-1][0] == self.last:
+            self.series[-1] = point
+        else:
+            self.series.append(point)
+
+    @property
+    def idle_gpu_hours(self) -> float:
+        return self.idle_milli_seconds / 1000 / 3600
+
+
+@dataclass(slots=True)
+class SimResult:
+    policy: str
+    seed: int
+    end: float
+    gangs: list[GangRecord]
+    idle_gpu_hours: float
+    price: float
+    gpu_capacity: float
+    gpu_allocation: list[tuple[float, float]]
+    rejected: list[str] = field(default_factory=list)
+    attempts: int = 0
+    cycles: int = 0
+
+    def count(self, state: str) -> int:
+        return sum(gang.state == state for gang in self.gangs)
+
+    @property
+    def idle_cost(self) -> float:
+        return self.idle_gpu_hours * self.price
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "seed": self.seed,
+            "end": self.end,
+            "gangs": [gang.to_json() for gang in self.gangs],
+            "completed": self.count("completed"),
+            "running": self.count("running"),
+            "waiting": self.count("waiting"),
+            "deadlocked": self.count("deadlocked"),
+            "idle_gpu_hours": round(self.idle_gpu_hours, 6),
+            "idle_cost": round(self.idle_cost, 4),
+            "gpu_hour_price": self.price,
+            "gpu_capacity": self.gpu_capacity,
+            "gpu_allocation": [[t, gpus] for t, gpus in self.gpu_allocation],
+            "rejected_pods": self.rejected,
+            "scheduling_attempts": self.attempts,
+            "cycles": self.cycles,
+        }

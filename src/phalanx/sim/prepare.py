@@ -1,0 +1,82 @@
+"""Checks a workload before a run and builds the cluster's resource index.
+
+Errors found here are input errors the CLI reports in one line: a gang whose ``minMember``
+members need more than the whole cluster has, nodes that appear late (the simulated cluster
+is fixed for a run), a workload without nodes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from phalanx.api.errors import InputError
+from phalanx.api.quantity import format_units
+from phalanx.api.specs import GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
+from phalanx.api.workload import Workload
+from phalanx.cluster.resources import ResourceIndex, Vector
+
+
+def resource_index(workload: Workload) -> ResourceIndex:
+    names: set[str] = set()
+    for spec in workload.of(NodeSpec):
+        names.update(spec.allocatable)
+    for pod in workload.of(PodSpec):
+        names.update(pod.requests)
+    for job in workload.of(JobSpec):
+        names.update(job.template.requests)
+    for quota in workload.of(QuotaSpec):
+        names.update(quota.hard)
+    return ResourceIndex(names)
+
+
+def check(workload: Workload, index: ResourceIndex) -> None:
+    """Raise InputError for what makes a run meaningless."""
+    nodes = list(workload.items_of(NodeSpec))
+    if not nodes:
+        raise InputError("the workload has no Node: a simulation needs a cluster", obj="Node")
+    for item in nodes:
+        if item.timing.submit_after or item.timing.delete_after is not None:
+            node = item.spec
+            assert isinstance(node, NodeSpec)
+            raise InputError(
+                "nodes are fixed for a simulation run; remove this annotation",
+                source=item.source,
+                obj=f"Node {node.name}",
+                field="metadata.annotations[phalanx.dev/submit-after]",
+            )
+    total = np.zeros(len(index), dtype=np.int64)
+    for node in workload.of(NodeSpec):
+        if not node.unschedulable:
+            total += index.vector(node.allocatable)
+    _check_gangs(workload, index, total)
+
+
+def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> None:
+    members: dict[str, list[Vector]] = defaultdict(list)
+    for pod in workload.of(PodSpec):
+        if pod.gang_key is not None:
+            members[pod.gang_key].append(index.vector(pod.requests))
+    for job in workload.of(JobSpec):
+        if job.template.gang_key is not None:
+            vector = index.vector(job.template.requests)
+            members[job.template.gang_key].extend([vector] * job.parallelism)
+    for item in workload.items_of(GangSpec):
+        gang = item.spec
+        assert isinstance(gang, GangSpec)
+        vectors = members.get(gang.key, [])[: gang.min_member]
+        if not vectors:
+            continue
+        need = np.sum(vectors, axis=0)
+        over = np.flatnonzero(need > total)
+        if over.size:
+            name = index.names[int(over[0])]
+            raise InputError(
+                f"minMember {gang.min_member} needs {name} "
+                f"{format_units(name, int(need[over[0]]))} but the whole cluster has "
+                f"{format_units(name, int(total[over[0]]))}",
+                source=item.source,
+                obj=f"PodGroup {gang.key}",
+                field="spec.minMember",
+            )
