@@ -73,9 +73,9 @@ def _signature(unit: Unit) -> Signature:
             (role, need - gang.placed_by_role[role]) for role, need in gang.role_minimums.items()
         )
     )
-    shapes = tuple(sorted((_shape(pod) for pod in unit.pods), key=lambda s: (s[0], s[2])))
+    shapes = tuple(sorted((_shape(pod) for pod in unit.pods), key=lambda s: (s[0], s[2], s[3])))
     return (gang.min_member - gang.placed, gang.ready(), roles, shapes)
 
 
-def _shape(pod: PodInfo) -> tuple[bytes, object, str]:
-    return (pod.request.tobytes(), pod.spec.placement, pod.spec.role)
+def _shape(pod: PodInfo) -> tuple[bytes, object, str, str]:
+    return (pod.request.tobytes(), pod.spec.placement, pod.spec.role, pod.invalid or "")

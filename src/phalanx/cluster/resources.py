@@ -39,6 +39,12 @@ class ResourceIndex:
             out[self.position[name]] = amount
         return out
 
+    def unknown(self, resources: Resources) -> list[str]:
+        """Names in ``resources`` with a non-zero amount that the index lacks."""
+        return sorted(
+            name for name, amount in resources.items() if amount and name not in self.position
+        )
+
     def mapping(self, vector: Vector) -> Resources:
         """Non-zero entries of ``vector`` as a dict."""
         return {self.names[i]: int(vector[i]) for i in np.flatnonzero(vector)}

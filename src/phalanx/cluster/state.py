@@ -41,8 +41,11 @@ class ClusterState:
         return gang
 
     def add_pod(self, spec: PodSpec, now: float) -> PodInfo:
-        """Add a pending pod; raises KeyError if it requests a resource no node knows."""
-        request = self.index.vector(spec.requests)
+        """Add a pending pod. One that requests a resource no node knows is kept but marked
+        invalid, so it waits with that reason and never stops the others."""
+        unknown = self.index.unknown(spec.requests)
+        known = {k: v for k, v in spec.requests.items() if k not in unknown}
+        request = self.index.vector(known)
         gang_key = spec.gang_key
         if gang_key is None:
             gang = GangInfo(key=spec.key, spec=None, min_member=1, role_minimums={}, created=now)
@@ -51,6 +54,8 @@ class ClusterState:
             gang = self.gangs.get(gang_key) or _placeholder(gang_key, now)
         self._seq += 1
         pod = PodInfo(spec=spec, request=request, created=now, seq=self._seq, gang=gang)
+        if unknown:
+            pod.invalid = f"requests {', '.join(unknown)}, which no node offers"
         self.pods[spec.key] = pod
         if gang_key is not None and gang_key not in self.gangs:
             self.orphans.setdefault(gang_key, []).append(pod)

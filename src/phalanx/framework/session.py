@@ -28,6 +28,8 @@ class SessionConfig:
     gang_units: bool = True  # False: every pod is its own unit (gang-unaware baselines)
     backoff_base: float = 1.0  # seconds; doubles per failed retry after a timeout
     backoff_max: float = 10.0
+    #: Pods whose ``schedulerName`` is one of these are ours ("" = unset, as in simulation).
+    scheduler_names: frozenset[str] = frozenset({"phalanx", ""})
 
 
 @dataclass(slots=True)
@@ -73,7 +75,7 @@ class Session:
             if gang.backoff_until > self.now:
                 self.result.deferred[gang.ident] = gang.backoff_until
                 continue
-            pending = gang.pending()
+            pending = [p for p in gang.pending() if self._ours(p, gang)]
             if not pending:
                 continue
             if self.config.gang_units:
@@ -82,6 +84,13 @@ class Session:
                 units.extend(Unit.of_pod(pod) for pod in pending)
         units.sort(key=self.order_key)
         return units
+
+    def _ours(self, pod: PodInfo, gang: GangInfo) -> bool:
+        if pod.spec.scheduler_name in self.config.scheduler_names:
+            return True
+        message = f"schedulerName {pod.spec.scheduler_name!r}: another scheduler places this pod"
+        gang.condition = Condition("Unschedulable", "OtherScheduler", message, self.now)
+        return False
 
     def order_key(self, unit: Unit) -> tuple[float, ...]:
         key: tuple[float, ...] = ()

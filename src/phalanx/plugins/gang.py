@@ -30,6 +30,9 @@ class Gang:
         gang = unit.gang
         if gang.invalid:
             return ("Invalid", gang.invalid)
+        for pod in unit.pods:
+            if pod.invalid:
+                return ("Invalid", f"pod {pod.key} {pod.invalid}")
         if gang.implicit or gang.ready():
             return None
         alive = [pod for pod in gang.members if pod.status not in _GONE]

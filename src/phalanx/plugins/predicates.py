@@ -38,11 +38,15 @@ class Predicates:
         return mask
 
     def filter(self, table: NodeTable, pod: PodInfo) -> Mask:
+        if pod.invalid:
+            return np.zeros(len(table), dtype=bool)
         return self.static(table.facts, pod.spec.placement) & table.fits(pod.request)
 
     def rejections(self, table: NodeTable, pod: PodInfo) -> list[tuple[str, Mask]]:
         """Each node is charged to the first check it fails, resources last (all of them)."""
         facts, placement = table.facts, pod.spec.placement
+        if pod.invalid:
+            return [(pod.invalid, np.ones(len(table), dtype=bool))]
         left = np.ones(len(table), dtype=bool)
         out: list[tuple[str, Mask]] = []
         for reason, passed in (

@@ -157,7 +157,7 @@ class Simulation:
             return refusal
         self.quota.charge(spec)
         pod = self.state.add_pod(spec, self.now)
-        if pod.gang.implicit and pod.gang.ident not in self.records:
+        if spec.gang_key is None:
             self._record(pod.gang)
         self._emit("submit", pod=pod)
         return None
