@@ -9,6 +9,7 @@ distinct taint, never once per node.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,6 +18,8 @@ import numpy.typing as npt
 from phalanx.api.specs import Placement, Requirement, SelectorTerm, Taint, TaintEffect, Toleration
 
 Mask = npt.NDArray[np.bool_]
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 _HARD_EFFECTS = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
 
@@ -112,10 +115,8 @@ class LabelIndex:
 
 
 def _as_int(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
-        return None
+    """Base-10 integer as Go's strconv.ParseInt reads it (no underscores, no spaces)."""
+    return int(value) if _INTEGER.fullmatch(value) else None
 
 
 class TaintIndex:

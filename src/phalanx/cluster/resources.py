@@ -60,3 +60,12 @@ class ResourceIndex:
             if not (skip_pods and name == "pods")
         ]
         return "{" + ", ".join(parts) + "}"
+
+
+def smallest_total(requests: npt.NDArray[np.int64], count: int) -> Vector:
+    """Per resource, the sum of the ``count`` smallest of ``requests`` (one row per pod): a
+    lower bound on what any ``count`` of those pods need together, so a gang is called too
+    big for the cluster only when it truly is."""
+    if requests.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(np.sort(requests, axis=0)[:count].sum(axis=0), dtype=np.int64)

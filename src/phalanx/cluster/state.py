@@ -44,7 +44,7 @@ class ClusterState:
         """Add a pending pod. One that requests a resource no node knows is kept but marked
         invalid, so it waits with that reason and never stops the others."""
         unknown = self.index.unknown(spec.requests)
-        known = {k: v for k, v in spec.requests.items() if k not in unknown}
+        known = {k: v for k, v in spec.requests.items() if k in self.index}
         request = self.index.vector(known)
         gang_key = spec.gang_key
         if gang_key is None:

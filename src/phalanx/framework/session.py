@@ -149,8 +149,10 @@ class Session:
     # -- outcome -----------------------------------------------------------------------------
     def wait(self, gang: GangInfo, reason: str, message: str) -> None:
         """Record why ``gang`` waits; a gang past its timeout gets a condition and a backoff."""
-        since = gang.condition.since if gang.condition and gang.condition.reason == reason else None
-        condition = Condition("Unschedulable", reason, message, since or self.now)
+        previous = gang.condition
+        same = previous is not None and previous.reason == reason
+        since = previous.since if previous is not None and same else self.now
+        condition = Condition("Unschedulable", reason, message, since)
         timeout = gang.timeout
         if timeout is not None and not gang.ready() and self.now - gang.created >= timeout:
             if not gang.timed_out:

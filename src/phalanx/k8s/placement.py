@@ -17,6 +17,8 @@ affinity and inter-pod (anti-)affinity are not modelled and are ignored. Validat
 
 from __future__ import annotations
 
+import re
+
 from phalanx.api.specs import Placement, Requirement, SelectorTerm, Taint, TaintEffect, Toleration
 from phalanx.k8s.fields import (
     Obj,
@@ -99,9 +101,7 @@ def _requirement(raw: object, path: str) -> Requirement:
     elif operator in ("Gt", "Lt"):
         if len(values) != 1:
             fail(values_path, f"must have exactly one value when operator is {operator!r}")
-        try:
-            int(values[0], 10)
-        except ValueError:
+        if re.fullmatch(r"[+-]?[0-9]+", values[0]) is None:
             fail(child(values_path, 0), f"must be an integer for operator {operator!r}")
     else:
         fail(child(path, "operator"), f"unknown operator {operator!r} (one of {_OPERATORS})")

@@ -14,6 +14,7 @@ import numpy as np
 
 from phalanx.api.quantity import format_units
 from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.resources import smallest_total
 from phalanx.cluster.workloads import PodStatus
 from phalanx.framework.unit import Unit
 
@@ -53,8 +54,8 @@ class Gang:
     @staticmethod
     def _fits_cluster(unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         gang = unit.gang
-        members = [pod for pod in gang.members if pod.status not in _GONE][: gang.min_member]
-        need = np.sum([pod.request for pod in members], axis=0)
+        alive = [pod.request for pod in gang.members if pod.status not in _GONE]
+        need = smallest_total(np.array(alive), gang.min_member)
         have = table.total_allocatable()
         over = np.flatnonzero(need > have)
         if over.size == 0:

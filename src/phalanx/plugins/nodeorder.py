@@ -8,7 +8,8 @@ over the resources the pod requests that have a weight. GPUs weigh most by defau
 for CPU and memory) so a gang fills partly used GPU nodes before it opens an empty one:
 that keeps whole nodes free for the next 8-GPU pod. Spread is the mirror image,
 ``100 · Σ w_r · (free_r − request_r) / allocatable_r / Σ w_r``, as the default scheduler's
-LeastAllocated scores.
+LeastAllocated scores: over CPU and memory only, or, for a pod that requests neither (a
+GPU-only pod), over whatever it requests with weight 1.
 """
 
 from __future__ import annotations
@@ -28,16 +29,18 @@ DEFAULT_SPREAD_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1}
 
 
 def _weights(
-    table: NodeTable, pod: PodInfo, weights: Mapping[str, int]
+    table: NodeTable, pod: PodInfo, weights: Mapping[str, int], gpu_weight: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The columns the pod requests that carry a weight, and those weights."""
+    """The columns the pod requests that carry a weight, and those weights; a GPU resource
+    not named in ``weights`` (e.g. ``amd.com/gpu``) weighs ``gpu_weight``."""
     names = table.index.names
-    cols = [
-        int(c)
-        for c in np.flatnonzero(pod.request)
-        if weights.get(names[c], 10 if is_gpu(names[c]) else 0) > 0
-    ]
-    w = [weights.get(names[c], 10 if is_gpu(names[c]) else 0) for c in cols]
+
+    def weight(col: int) -> int:
+        name = names[col]
+        return weights.get(name, gpu_weight if is_gpu(name) else 0)
+
+    cols = [int(c) for c in np.flatnonzero(pod.request) if weight(int(c)) > 0]
+    w = [weight(c) for c in cols]
     return np.array(cols, dtype=np.intp), np.array(w, dtype=np.float64)
 
 
@@ -58,7 +61,7 @@ class Binpack:
         self.weights = dict(DEFAULT_BINPACK_WEIGHTS if weights is None else weights)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
-        cols, w = _weights(table, pod, self.weights)
+        cols, w = _weights(table, pod, self.weights, gpu_weight=10)
         if cols.size == 0:
             return np.zeros(len(table), dtype=np.float64)
         return np.asarray(100.0 * (_utilisation(table, pod, cols) @ w) / w.sum(), np.float64)
@@ -72,7 +75,7 @@ class Spread:
         self.weights = dict(DEFAULT_SPREAD_WEIGHTS if weights is None else weights)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
-        cols, w = _weights(table, pod, self.weights)
+        cols, w = _weights(table, pod, self.weights, gpu_weight=0)
         if cols.size == 0:
             cols = np.flatnonzero(pod.request[: len(table.index)])
             cols = np.array([c for c in cols if table.index.names[c] != "pods"], dtype=np.intp)

@@ -15,7 +15,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.quantity import format_units
 from phalanx.api.specs import GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
 from phalanx.api.workload import Workload
-from phalanx.cluster.resources import ResourceIndex, Vector
+from phalanx.cluster.resources import ResourceIndex, Vector, smallest_total
 
 
 def resource_index(workload: Workload) -> ResourceIndex:
@@ -65,10 +65,10 @@ def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> Non
     for item in workload.items_of(GangSpec):
         gang = item.spec
         assert isinstance(gang, GangSpec)
-        vectors = members.get(gang.key, [])[: gang.min_member]
+        vectors = members.get(gang.key, [])
         if not vectors:
             continue
-        need = np.sum(vectors, axis=0)
+        need = smallest_total(np.array(vectors), gang.min_member)
         over = np.flatnonzero(need > total)
         if over.size:
             name = index.names[int(over[0])]
