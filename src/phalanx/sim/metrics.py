@@ -25,6 +25,8 @@ class GangRecord:
     finish: float | None = None
     state: str = "waiting"  # completed | running | waiting | deadlocked
     reason: str = ""
+    gpus: float = 0.0  # GPUs its members request, in GPUs
+    timed_out: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -39,43 +41,63 @@ class GangRecord:
             "queue_delay": None if self.start is None else self.start - self.submit,
             "completion_time": None if self.finish is None else self.finish - self.submit,
             "reason": self.reason,
+            "gpus": self.gpus,
+            "timed_out": self.timed_out,
         }
 
 
 @dataclass(slots=True)
+class StepSeries:
+    """A step function of time: ``[(t, value), ...]``, one point per change."""
+
+    points: list[tuple[float, float]] = field(default_factory=lambda: [(0.0, 0.0)])
+
+    def set(self, t: float, value: float) -> None:
+        if self.points[-1][0] == t:
+            self.points[-1] = (t, value)
+        elif self.points[-1][1] != value:
+            self.points.append((t, value))
+
+
+@dataclass(slots=True)
 class GpuMeter:
-    """Integrates held-but-idle GPU time and records allocation over time."""
+    """Integrates held-but-idle GPU time; records allocated and running GPUs over time."""
 
     idle_milli: int = 0
     allocated_milli: int = 0
+    running_milli: int = 0
     idle_milli_seconds: float = 0.0
     last: float = 0.0
-    series: list[tuple[float, float]] = field(default_factory=lambda: [(0.0, 0.0)])
+    allocated: StepSeries = field(default_factory=StepSeries)
+    running: StepSeries = field(default_factory=StepSeries)
 
     def advance(self, now: float) -> None:
         if now > self.last:
             self.idle_milli_seconds += self.idle_milli * (now - self.last)
             self.last = now
 
-    def allocate(self, milli: int, *, idle: bool) -> None:
+    def allocate(self, milli: int, *, started: bool) -> None:
+        """A pod took ``milli`` GPU; it is idle unless its gang's work has started."""
         self.allocated_milli += milli
-        self.idle_milli += milli if idle else 0
-        self._record()
+        self._held(milli, started)
 
-    def release(self, milli: int, *, idle: bool) -> None:
+    def release(self, milli: int, *, started: bool) -> None:
         self.allocated_milli -= milli
-        self.idle_milli -= milli if idle else 0
-        self._record()
+        self._held(-milli, started)
 
     def started(self, milli: int) -> None:
+        """A gang's work started: its bound GPUs turn from idle to running."""
         self.idle_milli -= milli
+        self.running_milli += milli
+        self.running.set(self.last, self.running_milli / 1000)
 
-    def _record(self) -> None:
-        point = (self.last, self.allocated_milli / 1000)
-        if self.series[-1][0] == self.last:
-            self.series[-1] = point
+    def _held(self, milli: int, started: bool) -> None:
+        if started:
+            self.running_milli += milli
+            self.running.set(self.last, self.running_milli / 1000)
         else:
-            self.series.append(point)
+            self.idle_milli += milli
+        self.allocated.set(self.last, self.allocated_milli / 1000)
 
     @property
     def idle_gpu_hours(self) -> float:
@@ -92,6 +114,8 @@ class SimResult:
     price: float
     gpu_capacity: float
     gpu_allocation: list[tuple[float, float]]
+    gpu_running: list[tuple[float, float]] = field(default_factory=list)
+    queue_length: list[tuple[float, float]] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
     attempts: int = 0
     cycles: int = 0
@@ -118,6 +142,9 @@ class SimResult:
             "gpu_hour_price": self.price,
             "gpu_capacity": self.gpu_capacity,
             "gpu_allocation": [[t, gpus] for t, gpus in self.gpu_allocation],
+            "gpu_running": [[t, gpus] for t, gpus in self.gpu_running],
+            "queue_length": [[t, n] for t, n in self.queue_length],
+            "timed_out": sum(gang.timed_out for gang in self.gangs),
             "rejected_pods": self.rejected,
             "scheduling_attempts": self.attempts,
             "cycles": self.cycles,

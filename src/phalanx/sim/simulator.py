@@ -25,7 +25,13 @@ from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.policies import Scheduler, get_policy
 from phalanx.sim.controller import JobController
 from phalanx.sim.events import Event, EventQueue, Kind
-from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE, GangRecord, GpuMeter, SimResult
+from phalanx.sim.metrics import (
+    DEFAULT_GPU_HOUR_PRICE,
+    GangRecord,
+    GpuMeter,
+    SimResult,
+    StepSeries,
+)
 from phalanx.sim.prepare import check, resource_index
 from phalanx.sim.quota import QuotaTracker
 
@@ -63,6 +69,8 @@ class Simulation:
         self.meter = GpuMeter()
         self.now = 0.0
         self.records: dict[str, GangRecord] = {}
+        self.waiting_count = 0
+        self.queue_length = StepSeries()
         self.rejected: list[str] = []
         self.cycles = 0
         self.attempts = 0
@@ -118,7 +126,7 @@ class Simulation:
         touched: dict[str, GangInfo] = {}
         for pod, node in result.binds:
             self.state.bind(pod, node, self.now)
-            self.meter.allocate(self._gpu(pod), idle=pod.gang.started is None)
+            self.meter.allocate(self._gpu(pod), started=pod.gang.started is not None)
             self._emit("bind", pod=pod, node=self.state.table.names[node])
             touched[pod.gang.ident] = pod.gang
         for gang in result.timeouts:
@@ -185,7 +193,7 @@ class Simulation:
         if pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
             return
         if pod.status is PodStatus.BOUND:
-            self.meter.release(self._gpu(pod), idle=pod.gang.started is None)
+            self.meter.release(self._gpu(pod), started=pod.gang.started is not None)
         self.state.release(pod, status)
         self.quota.refund(pod.spec)
         self.jobs.pod_gone(pod.spec, succeeded=status is PodStatus.SUCCEEDED)
@@ -208,6 +216,7 @@ class Simulation:
         ):
             return
         gang.started = self.now
+        self._queued(-1)
         self.meter.started(sum(self._gpu(p) for p in gang.members if p.status is PodStatus.BOUND))
         self.records[gang.ident].start = self.now
         self._emit("start", gang=gang)
@@ -222,6 +231,8 @@ class Simulation:
         return max(durations) if durations else None
 
     def _finish(self, gang: GangInfo) -> None:
+        if gang.started is None:
+            self._queued(-1)
         gang.finished = self.now
         self.records[gang.ident].finish = self.now
         for pod in list(gang.members):
@@ -243,6 +254,12 @@ class Simulation:
         self.records[gang.ident] = GangRecord(
             gang.namespace, gang.name, kind, gang.min_member, submit=self.now
         )
+        self._queued(+1)
+
+    def _queued(self, delta: int) -> None:
+        """Gangs submitted whose work has not started, over time."""
+        self.waiting_count += delta
+        self.queue_length.set(self.now, self.waiting_count)
 
     def _gpu(self, pod: PodInfo) -> int:
         return int(pod.request[self.gpu_columns].sum()) if self.gpu_columns else 0
@@ -274,6 +291,8 @@ class Simulation:
     def _result(self) -> SimResult:
         for ident, record in self.records.items():
             gang = self.state.gangs[ident]
+            record.gpus = sum(self._gpu(pod) for pod in gang.members) / 1000
+            record.timed_out = gang.timed_out
             if record.state == "deadlocked":
                 record.reason = gang.condition.message if gang.condition else ""
             elif gang.finished is not None:
@@ -293,7 +312,9 @@ class Simulation:
             idle_gpu_hours=self.meter.idle_gpu_hours,
             price=self.options.price,
             gpu_capacity=gpu_capacity,
-            gpu_allocation=self.meter.series,
+            gpu_allocation=self.meter.allocated.points,
+            gpu_running=self.meter.running.points,
+            queue_length=self.queue_length.points,
             rejected=self.rejected,
             attempts=self.attempts,
             cycles=self.cycles,
