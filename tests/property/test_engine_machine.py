@@ -119,7 +119,7 @@ class EngineMachine(RuleBasedStateMachine):
         if not gang_first:
             self.state.add_gang(spec, self.now)
 
-    @rule(gpu=st.sampled_from([0, 1000]), cpu=st.sampled_from([100, 2000]))
+    @rule(gpu=st.sampled_from([0, 300, 1000]), cpu=st.sampled_from([100, 2000]))
     def add_lone_pod(self, gpu: int, cpu: int) -> None:
         assert self.state is not None
         spec = PodSpec("ns", self._name("lone"), {"cpu": cpu, GPU: gpu, "pods": 1})
@@ -206,10 +206,17 @@ class EngineMachine(RuleBasedStateMachine):
         table = self.state.table
         assert (table.requested <= table.allocatable).all()
         expected = np.zeros_like(table.requested)
+        devices = table.gpu_free.copy()
         for pod in self.state.pods.values():
             if pod.status is PodStatus.BOUND:
                 expected[pod.node] += pod.request
+                share = int(pod.request[table.gpu_col])
+                for device in pod.gpus:
+                    devices[pod.node, device] += min(share, 1000)
         assert np.array_equal(table.requested, expected)
+        # GPU devices: never over-used, and they give back exactly the aggregate column
+        assert (table.gpu_free >= 0).all()
+        assert np.array_equal(devices.sum(axis=1), table.allocatable[:, table.gpu_col])
         assert not table.releasing.any() and not table.pipelined.any()
 
     @invariant()

@@ -118,7 +118,8 @@ def snapshot(session: Session) -> dict[str, object]:
         "requested": session.table.requested.copy(),
         "releasing": session.table.releasing.copy(),
         "pipelined": session.table.pipelined.copy(),
-        "pods": {key: (pod.status, pod.node) for key, pod in state.pods.items()},
+        "gpu_free": session.table.gpu_free.copy(),
+        "pods": {key: (pod.status, pod.node, pod.gpus) for key, pod in state.pods.items()},
         "gangs": {
             ident: (gang.placed, gang.pipelined, Counter(gang.placed_by_role))
             for ident, gang in state.gangs.items()
@@ -174,7 +175,7 @@ def test_discard_restores_table_pods_and_gangs_exactly(nodes, pods, data) -> Non
     stmt.discard()
 
     after = snapshot(session)
-    for column in ("requested", "releasing", "pipelined"):
+    for column in ("requested", "releasing", "pipelined", "gpu_free"):
         assert after[column].dtype == before[column].dtype
         assert np.array_equal(after[column], before[column]), column
     assert after["pods"] == before["pods"]

@@ -5,6 +5,10 @@ over a :class:`ResourceIndex`. Static node facts (labels, taints, ``spec.unsched
 in :class:`NodeFacts`, shared by every copy of the table, with a cache of per-placement masks:
 pods of one gang share a template, so their static mask is computed once.
 
+GPU devices are tracked too: ``gpu_free[N, G]`` (see :mod:`phalanx.cluster.devices`), so a
+whole-GPU pod needs whole free GPUs and a GPU share needs one GPU with room, not just enough
+GPU in total on the node.
+
 ``free = allocatable - requested`` is what a pod may take now; ``future_free = free +
 releasing - pipelined`` is what it may claim once evicted pods are gone (Volcano's FutureIdle).
 """
@@ -17,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phalanx.api.specs import NodeSpec, Placement
+from phalanx.cluster import devices
 from phalanx.cluster.labels import LabelIndex, Mask, TaintIndex
 from phalanx.cluster.resources import ResourceIndex, Vector
 
@@ -62,10 +67,15 @@ class NodeTable:
         requested: Matrix | None = None,
         releasing: Matrix | None = None,
         pipelined: Matrix | None = None,
+        gpu_free: Matrix | None = None,
     ) -> None:
         self.facts = facts
         self.index = index
         self.allocatable = allocatable
+        self.gpu_col = index.position[devices.GPU]
+        if gpu_free is None:
+            gpu_free = devices.build(allocatable[:, self.gpu_col])
+        self.gpu_free = gpu_free
         shape = allocatable.shape
         self.requested = np.zeros(shape, np.int64) if requested is None else requested
         self.releasing = np.zeros(shape, np.int64) if releasing is None else releasing
@@ -95,6 +105,7 @@ class NodeTable:
             self.requested.copy(),
             self.releasing.copy(),
             self.pipelined.copy(),
+            self.gpu_free.copy(),
         )
         table._total = self._total
         return table
@@ -108,7 +119,11 @@ class NodeTable:
         free = self.allocatable[:, cols] - self.requested[:, cols]
         if future:
             free = free + self.releasing[:, cols] - self.pipelined[:, cols]
-        return np.asarray(np.all(free >= request[cols], axis=1), dtype=bool)
+        mask = np.asarray(np.all(free >= request[cols], axis=1), dtype=bool)
+        gpu = int(request[self.gpu_col])
+        if gpu and not future:
+            mask &= devices.fits(self.gpu_free, gpu)
+        return mask
 
     def capacity_for(self, request: Vector, mask: Mask) -> int:
         """How many pods of shape ``request`` fit, in total, on the nodes of ``mask``."""
@@ -117,13 +132,24 @@ class NodeTable:
             return 0
         free = self.allocatable[mask][:, cols] - self.requested[mask][:, cols]
         per_node = np.min(np.maximum(free, 0) // request[cols], axis=1)
+        gpu = int(request[self.gpu_col])
+        if gpu:
+            per_node = np.minimum(per_node, devices.capacity(self.gpu_free[mask], gpu))
         return int(per_node.sum())
 
-    def add(self, node: int, request: Vector) -> None:
-        self.requested[node] += request
+    def pick_gpus(self, node: int, request: Vector) -> tuple[int, ...]:
+        """The devices a pod with ``request`` would take on ``node`` (best fit)."""
+        return devices.pick(self.gpu_free[node], int(request[self.gpu_col]))
 
-    def remove(self, node: int, request: Vector) -> None:
+    def add(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
+        self.requested[node] += request
+        if gpus:
+            self.gpu_free[node, list(gpus)] -= devices.per_device(int(request[self.gpu_col]))
+
+    def remove(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
         self.requested[node] -= request
+        if gpus:
+            self.gpu_free[node, list(gpus)] += devices.per_device(int(request[self.gpu_col]))
 
     def total_allocatable(self) -> Vector:
         """Allocatable summed over schedulable nodes (cached: both are static)."""

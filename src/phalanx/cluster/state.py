@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
+from phalanx.cluster import devices
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
@@ -56,6 +57,7 @@ class ClusterState:
         pod = PodInfo(spec=spec, request=request, created=now, seq=self._seq, gang=gang)
         if unknown:
             pod.invalid = f"requests {', '.join(unknown)}, which no node offers"
+        pod.invalid = pod.invalid or devices.invalid(int(request[self.table.gpu_col]))
         self.pods[spec.key] = pod
         if gang_key is not None and gang_key not in self.gangs:
             self.orphans.setdefault(gang_key, []).append(pod)
@@ -73,7 +75,9 @@ class ClusterState:
         """Record a committed bind: the pod holds ``node``'s resources from now on."""
         if pod.status not in (PodStatus.ALLOCATED, PodStatus.PENDING):
             raise ValueError(f"cannot bind {pod.key} in status {pod.status.value}")
-        self.table.add(node, pod.request)
+        if pod.status is PodStatus.PENDING or not pod.gpus:
+            pod.gpus = self.table.pick_gpus(node, pod.request)
+        self.table.add(node, pod.request, pod.gpus)
         pod.node = node
         pod.bound_at = now
         pod.gang.move(pod, PodStatus.BOUND)
@@ -82,7 +86,8 @@ class ClusterState:
     def release(self, pod: PodInfo, status: PodStatus = PodStatus.SUCCEEDED) -> None:
         """A pod finished or went away: return its resources."""
         if pod.node >= 0 and pod.status in (PodStatus.BOUND, PodStatus.RELEASING):
-            self.table.remove(pod.node, pod.request)
+            self.table.remove(pod.node, pod.request, pod.gpus)
+            pod.gpus = ()
         pod.gang.move(pod, status)
         self._refresh_waiting(pod.gang)
 

@@ -44,6 +44,7 @@ class PodInfo:
     status: PodStatus = PodStatus.PENDING
     node: int = -1
     bound_at: float | None = None
+    gpus: tuple[int, ...] = ()  # the GPU devices it holds on its node
     invalid: str | None = None  # why this pod can never be placed (bad input)
 
     @property

@@ -34,6 +34,8 @@ class Operation:
     node: int
     previous: PodStatus
     previous_node: int
+    gpus: tuple[int, ...] = ()  # devices taken by an allocate
+    previous_gpus: tuple[int, ...] = ()
 
 
 class Statement:
@@ -46,9 +48,13 @@ class Statement:
     def __len__(self) -> int:
         return len(self.operations)
 
-    def allocate(self, pod: PodInfo, node: int) -> None:
-        self._log(Op.ALLOCATE, pod, node)
-        self.table.requested[node] += pod.request
+    def allocate(self, pod: PodInfo, node: int, gpus: tuple[int, ...] | None = None) -> None:
+        """Place ``pod`` on ``node``, on the given GPU devices or the table's best fit."""
+        if gpus is None:
+            gpus = self.table.pick_gpus(node, pod.request)
+        self._log(Op.ALLOCATE, pod, node, gpus)
+        self.table.add(node, pod.request, gpus)
+        pod.gpus = gpus
         pod.node = node
         pod.gang.move(pod, PodStatus.ALLOCATED)
 
@@ -71,7 +77,8 @@ class Statement:
         for operation in reversed(self.operations):
             pod, node = operation.pod, operation.node
             if operation.op is Op.ALLOCATE:
-                self.table.requested[node] -= pod.request
+                self.table.remove(node, pod.request, operation.gpus)
+                pod.gpus = operation.previous_gpus
             elif operation.op is Op.PIPELINE:
                 self.table.pipelined[node] -= pod.request
             else:
@@ -86,10 +93,10 @@ class Statement:
         self.session.committed(self.operations)
         return self.operations
 
-    def _log(self, op: Op, pod: PodInfo, node: int) -> None:
+    def _log(self, op: Op, pod: PodInfo, node: int, gpus: tuple[int, ...] = ()) -> None:
         if self.closed:
             raise RuntimeError("statement already committed or discarded")
-        self.operations.append(Operation(op, pod, node, pod.status, pod.node))
+        self.operations.append(Operation(op, pod, node, pod.status, pod.node, gpus, pod.gpus))
 
     def _close(self) -> None:
         if self.closed:

@@ -82,7 +82,7 @@ def bound(gang: GangInfo) -> int:
     [
         (4, 1000, 4, 4, 1000, 4, None),
         (2, 4000, 8, 8, 1000, 8, None),
-        (2, 4000, 3, 3, 2500, 0, "NotEnoughResources"),  # 7.5 ≤ 8 GPUs, but only 1 per node
+        (2, 4000, 3, 3, 2500, 0, "Invalid"),  # 2.5 GPUs: above one GPU, only whole GPUs
         (3, 2000, 2, 2, 3000, 0, "NotEnoughResources"),  # no single node has 3 GPUs
         (4, 1000, 5, 5, 1000, 0, "Unresolvable"),  # more than the whole cluster
         (4, 1000, 6, 4, 1000, 4, None),  # ready: committed; 2 extra members stay pending
