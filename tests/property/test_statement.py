@@ -153,7 +153,7 @@ def run_operations(data: st.DataObject, session: Session, stmt: object) -> None:
 def open_session(state: ClusterState) -> Session:
     policy = get_policy("phalanx")
     return Session(
-        state, policy.plugins(), now=0.0, rng=np.random.default_rng(0), config=policy.config()
+        state, policy.plugins(), now=0.0, rng=np.random.default_rng(0), config=policy.config
     )
 
 

@@ -33,6 +33,7 @@ class Allocate:
                 session.wait(unit.gang, *verdict)
                 continue
             signature = _signature(unit)
+            unit.gang.attempted = session.state.version
             if signature not in failed:
                 session.result.attempts += 1
                 if self._place(session, unit):

@@ -1,5 +1,9 @@
 """ClusterState: the authoritative nodes, pods and gangs that each cycle snapshots.
 
+``version`` counts changes (objects added, pods bound, reserved or released): a unit that
+failed at the current version would fail again, so nobody needs to retry it before the
+version moves.
+
 Backends (the simulator, later the Kubernetes watch) are the only writers: they add and remove
 objects and apply committed binds. ``waiting`` keeps, in arrival order, the gangs that have at
 least one pending member, so a cycle never scans finished work.
@@ -25,6 +29,7 @@ class ClusterState:
         self.waiting: dict[str, GangInfo] = {}
         self.orphans: dict[str, list[PodInfo]] = {}  # pods whose PodGroup has not appeared
         self._seq = 0
+        self.version = 0
 
     # -- objects appear ------------------------------------------------------------------
     def add_gang(self, spec: GangSpec, now: float) -> GangInfo:
@@ -36,6 +41,7 @@ class ClusterState:
             created=now,
         )
         self.gangs[spec.key] = gang
+        self.version += 1
         for pod in self.orphans.pop(spec.key, []):
             pod.gang = gang
             self._join(pod)
@@ -54,6 +60,7 @@ class ClusterState:
         else:
             gang = self.gangs.get(gang_key) or _placeholder(gang_key, now)
         self._seq += 1
+        self.version += 1
         pod = PodInfo(spec=spec, request=request, created=now, seq=self._seq, gang=gang)
         if unknown:
             pod.invalid = f"requests {', '.join(unknown)}, which no node offers"
@@ -73,21 +80,48 @@ class ClusterState:
     # -- the backend applies decisions -----------------------------------------------------
     def bind(self, pod: PodInfo, node: int, now: float) -> None:
         """Record a committed bind: the pod holds ``node``'s resources from now on."""
-        if pod.status not in (PodStatus.ALLOCATED, PodStatus.PENDING):
-            raise ValueError(f"cannot bind {pod.key} in status {pod.status.value}")
-        if pod.status is PodStatus.PENDING or not pod.gpus:
-            pod.gpus = self.table.pick_gpus(node, pod.request)
-        self.table.add(node, pod.request, pod.gpus)
+        if pod.status is PodStatus.RESERVED:
+            if node != pod.node:
+                raise ValueError(f"{pod.key} is reserved on another node")
+        else:
+            self._take(pod, node, "bind")
+        self.version += 1
         pod.node = node
         pod.bound_at = now
         pod.gang.move(pod, PodStatus.BOUND)
         self._refresh_waiting(pod.gang)
 
+    def reserve(self, pod: PodInfo, node: int) -> None:
+        """Hold ``node``'s resources for ``pod`` without binding it (coscheduling's Permit)."""
+        self._take(pod, node, "reserve")
+        self.version += 1
+        pod.node = node
+        pod.gang.move(pod, PodStatus.RESERVED)
+        self._refresh_waiting(pod.gang)
+
+    def unreserve(self, pod: PodInfo, node: int, gpus: tuple[int, ...]) -> None:
+        """Give back what a rejected reservation held on ``node``; the session has already
+        made the pod pending again."""
+        if pod.status is not PodStatus.PENDING:
+            raise ValueError(f"cannot unreserve {pod.key} in status {pod.status.value}")
+        self.table.remove(node, pod.request, gpus)
+        self.version += 1
+        self._refresh_waiting(pod.gang)
+
+    def _take(self, pod: PodInfo, node: int, verb: str) -> None:
+        if pod.status not in (PodStatus.ALLOCATED, PodStatus.PENDING):
+            raise ValueError(f"cannot {verb} {pod.key} in status {pod.status.value}")
+        if pod.status is PodStatus.PENDING or not pod.gpus:
+            pod.gpus = self.table.pick_gpus(node, pod.request)
+        self.table.add(node, pod.request, pod.gpus)
+
     def release(self, pod: PodInfo, status: PodStatus = PodStatus.SUCCEEDED) -> None:
         """A pod finished or went away: return its resources."""
-        if pod.node >= 0 and pod.status in (PodStatus.BOUND, PodStatus.RELEASING):
+        holding = (PodStatus.BOUND, PodStatus.RELEASING, PodStatus.RESERVED)
+        if pod.node >= 0 and pod.status in holding:
             self.table.remove(pod.node, pod.request, pod.gpus)
             pod.gpus = ()
+        self.version += 1
         pod.gang.move(pod, status)
         self._refresh_waiting(pod.gang)
 

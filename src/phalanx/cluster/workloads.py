@@ -22,6 +22,7 @@ class PodStatus(Enum):
     PENDING = "Pending"  # exists, not placed
     ALLOCATED = "Allocated"  # placed in this session's statement, not yet committed
     PIPELINED = "Pipelined"  # claims a node's future free resources in this session
+    RESERVED = "Reserved"  # assumed on a node, waiting at Permit for its gang (coscheduling)
     BOUND = "Bound"  # committed to a node; holds its resources
     RELEASING = "Releasing"  # being evicted; still holds resources
     SUCCEEDED = "Succeeded"  # finished; resources returned
@@ -29,9 +30,9 @@ class PodStatus(Enum):
 
 
 #: Statuses that count towards a gang's quorum ("placed").
-PLACED = frozenset({PodStatus.ALLOCATED, PodStatus.BOUND, PodStatus.SUCCEEDED})
+PLACED = frozenset({PodStatus.ALLOCATED, PodStatus.RESERVED, PodStatus.BOUND, PodStatus.SUCCEEDED})
 #: Statuses that hold node resources.
-HOLDING = frozenset({PodStatus.ALLOCATED, PodStatus.BOUND, PodStatus.RELEASING})
+HOLDING = frozenset({PodStatus.ALLOCATED, PodStatus.RESERVED, PodStatus.BOUND, PodStatus.RELEASING})
 
 
 @dataclass(eq=False, slots=True)
@@ -46,6 +47,9 @@ class PodInfo:
     bound_at: float | None = None
     gpus: tuple[int, ...] = ()  # the GPU devices it holds on its node
     invalid: str | None = None  # why this pod can never be placed (bad input)
+    backoff_until: float = 0.0  # per-pod backoff (pod-at-a-time baselines)
+    failures: int = 0
+    attempted: int = -1  # cluster version at its last placement attempt
 
     @property
     def key(self) -> str:
@@ -82,6 +86,8 @@ class GangInfo:
     timed_out: bool = False
     failures: int = 0
     backoff_until: float = 0.0
+    attempted: int = -1  # cluster version at its last placement attempt
+    permit_deadline: float | None = None  # coscheduling: when waiting members are rejected
     started: float | None = None  # when its work started (min members running)
     finished: float | None = None
 

@@ -31,7 +31,7 @@ Scores = npt.NDArray[np.float64]
 
 @runtime_checkable
 class UnitOrder(Protocol):
-    def order_key(self, unit: Unit) -> tuple[float, ...]:
+    def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         """Units with smaller keys go first; equal keys defer to the next plugin."""
 
 

@@ -28,6 +28,7 @@ class SessionConfig:
     gang_units: bool = True  # False: every pod is its own unit (gang-unaware baselines)
     backoff_base: float = 1.0  # seconds; doubles per failed retry after a timeout
     backoff_max: float = 10.0
+    timeouts: bool = True  # honour scheduleTimeoutSeconds (Volcano has no such field)
     #: Pods whose ``schedulerName`` is one of these are ours ("" = unset, as in simulation).
     scheduler_names: frozenset[str] = frozenset({"phalanx", ""})
 
@@ -36,6 +37,10 @@ class SessionConfig:
 class CycleResult:
     binds: list[tuple[PodInfo, int]] = field(default_factory=list)
     evictions: list[PodInfo] = field(default_factory=list)
+    reservations: list[tuple[PodInfo, int]] = field(default_factory=list)  # held, not bound
+    #: reservations given back: the pod (pending again), and the node and GPUs it held
+    unreserved: list[tuple[PodInfo, int, tuple[int, ...]]] = field(default_factory=list)
+    wake_at: list[float] = field(default_factory=list)  # when a cycle is needed again
     waiting: dict[str, Condition] = field(default_factory=dict)  # gang ident → why it waits
     timeouts: list[GangInfo] = field(default_factory=list)
     retry_at: dict[str, float] = field(default_factory=dict)  # gang ident → end of new backoff
@@ -73,7 +78,8 @@ class Session:
         units: list[Unit] = []
         for gang in self.state.waiting_gangs():
             if gang.backoff_until > self.now:
-                self.result.deferred[gang.ident] = gang.backoff_until
+                if gang.attempted < self.state.version:  # the cluster changed meanwhile
+                    self.result.deferred[gang.ident] = gang.backoff_until
                 continue
             pending = [p for p in gang.pending() if self._ours(p, gang)]
             if not pending:
@@ -95,7 +101,7 @@ class Session:
     def order_key(self, unit: Unit) -> tuple[float, ...]:
         key: tuple[float, ...] = ()
         for plugin in self.orders:
-            key += plugin.order_key(unit)
+            key += plugin.order_key(unit, self.table)
         return (*key, unit.seq)
 
     def invalid(self, unit: Unit) -> tuple[str, str] | None:
@@ -139,22 +145,34 @@ class Session:
         self._open.append(stmt)
         return stmt
 
-    def committed(self, operations: list[Operation]) -> None:
+    def committed(self, operations: list[Operation], *, reserve: bool = False) -> None:
+        placed = self.result.reservations if reserve else self.result.binds
         for operation in operations:
             if operation.op is Op.ALLOCATE:
-                self.result.binds.append((operation.pod, operation.node))
+                placed.append((operation.pod, operation.node))
             elif operation.op is Op.EVICT:
                 self.result.evictions.append(operation.pod)
 
     # -- outcome -----------------------------------------------------------------------------
-    def wait(self, gang: GangInfo, reason: str, message: str) -> None:
-        """Record why ``gang`` waits; a gang past its timeout gets a condition and a backoff."""
+    def note(self, gang: GangInfo, reason: str, message: str) -> Condition:
+        """Record why ``gang`` waits (``since`` is kept while the reason stays the same)."""
         previous = gang.condition
         same = previous is not None and previous.reason == reason
         since = previous.since if previous is not None and same else self.now
-        condition = Condition("Unschedulable", reason, message, since)
+        gang.condition = Condition("Unschedulable", reason, message, since)
+        self.result.waiting[gang.ident] = gang.condition
+        return gang.condition
+
+    def wait(self, gang: GangInfo, reason: str, message: str) -> None:
+        """Record why ``gang`` waits; a gang past its timeout gets a condition and a backoff."""
+        condition = self.note(gang, reason, message)
         timeout = gang.timeout
-        if timeout is not None and not gang.ready() and self.now - gang.created >= timeout:
+        if (
+            self.config.timeouts
+            and timeout is not None
+            and not gang.ready()
+            and self.now - gang.created >= timeout
+        ):
             if not gang.timed_out:
                 gang.timed_out = True
                 self.result.timeouts.append(gang)
@@ -167,8 +185,6 @@ class Session:
             gang.failures += 1
             gang.backoff_until = self.now + delay
             self.result.retry_at[gang.ident] = gang.backoff_until
-        gang.condition = condition
-        self.result.waiting[gang.ident] = condition
 
     def placed(self, gang: GangInfo) -> None:
         gang.condition = Condition(

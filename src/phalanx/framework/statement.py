@@ -87,10 +87,11 @@ class Statement:
             pod.gang.move(pod, operation.previous)
         self.operations.clear()
 
-    def commit(self) -> list[Operation]:
-        """Make the operations final for this session; the session reports them to the backend."""
+    def commit(self, *, reserve: bool = False) -> list[Operation]:
+        """Make the operations final for this session; the session reports them to the backend
+        as binds, or, with ``reserve``, as reservations (held, not bound: coscheduling)."""
         self._close()
-        self.session.committed(self.operations)
+        self.session.committed(self.operations, reserve=reserve)
         return self.operations
 
     def _log(self, op: Op, pod: PodInfo, node: int, gpus: tuple[int, ...] = ()) -> None:

@@ -24,7 +24,7 @@ _GONE = (PodStatus.SUCCEEDED, PodStatus.DELETED)
 class Gang:
     name = "gang"
 
-    def order_key(self, unit: Unit) -> tuple[float, ...]:
+    def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         return (1.0 if unit.gang.ready() else 0.0,)
 
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from phalanx.cluster.nodes import NodeTable
 from phalanx.framework.unit import Unit
 
 
 class Priority:
     name = "priority"
 
-    def order_key(self, unit: Unit) -> tuple[float, ...]:
+    def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         return (-unit.priority, unit.created)

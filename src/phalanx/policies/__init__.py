@@ -1,10 +1,22 @@
 """Named scheduling policies: which plugins and actions a cycle runs.
 
-The registry is a literal table. ``phalanx`` is the engine's own policy: gang units, priority
-then FIFO order, kube-scheduler's filters, binpack scoring. ``kube-default`` emulates the
-default Kubernetes scheduler: every pod is placed on its own, in priority-then-FIFO order,
-with spread (LeastAllocated) scoring and no idea that pods belong together — the behaviour
-that deadlocks two gangs and leaves seven of eight GPUs idle.
+The registry is a literal table; each policy documents the source semantics it follows.
+
+- ``phalanx``: the engine's own policy — gang units placed all-or-nothing through a
+  Statement, priority then FIFO order, kube-scheduler's filters, binpack scoring,
+  ``scheduleTimeoutSeconds`` with backoff. Nothing is ever held partially.
+- ``volcano``: Volcano's default gang scheduling — the same Statement commit/discard, job
+  order priority → gang (not-ready first) → DRF (smaller dominant share first), binpack; no
+  reservation and no time-based backfill, so big gangs can starve; no gang timeout (Volcano
+  PodGroups have none). The ``enqueue`` admission step is not modelled (every PodGroup is
+  Inqueue), as with Volcano PodGroups that set no ``minResources``.
+- ``coscheduling``: the scheduler-plugins Coscheduling plugin inside kube-scheduler — pods
+  one at a time, assumed at Permit while holding resources until the group reaches
+  ``minMember`` or times out (see :mod:`phalanx.actions.coscheduling`); default scoring
+  (spread).
+- ``kube-default``: the default Kubernetes scheduler — every pod placed on its own, in
+  priority-then-FIFO order, spread (LeastAllocated) scoring, no idea that pods belong
+  together: the behaviour that deadlocks two gangs and leaves seven of eight GPUs idle.
 """
 
 from __future__ import annotations
@@ -15,47 +27,78 @@ from dataclasses import dataclass
 import numpy as np
 
 from phalanx.actions.allocate import Allocate
+from phalanx.actions.coscheduling import Coscheduling
 from phalanx.api.errors import InputError
 from phalanx.cluster.state import ClusterState
 from phalanx.framework.plugin import Action
 from phalanx.framework.session import CycleResult, Session, SessionConfig
+from phalanx.plugins.drf import Drf
 from phalanx.plugins.gang import Gang
 from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.predicates import Predicates
 from phalanx.plugins.priority import Priority
 
 SCORINGS: dict[str, Callable[[], object]] = {"binpack": Binpack, "spread": Spread}
+ORDERINGS: dict[str, Callable[[], object]] = {"priority": Priority, "gang": Gang, "drf": Drf}
 
 
 @dataclass(frozen=True)
 class Policy:
     name: str
     summary: str
-    gang_aware: bool
+    orderings: tuple[str, ...]  # plugins that order and vote, in tier order
     default_scoring: str
+    action: Callable[[], Action]
+    config: SessionConfig
 
     def plugins(self, scoring: str | None = None) -> list[object]:
         chosen = scoring or self.default_scoring
         if chosen not in SCORINGS:
-            raise InputError(
-                f"unknown scoring {chosen!r} (choose from {', '.join(SCORINGS)})", field="--scoring"
-            )
-        gang: list[object] = [Gang()] if self.gang_aware else []
-        return [Priority(), *gang, Predicates(), SCORINGS[chosen]()]
+            known = ", ".join(SCORINGS)
+            raise InputError(f"unknown scoring {chosen!r} (choose from {known})", field="--scoring")
+        ordering = [ORDERINGS[name]() for name in self.orderings]
+        return [*ordering, Predicates(), SCORINGS[chosen]()]
 
     def actions(self) -> list[Action]:
-        return [Allocate()]
+        return [self.action()]
 
-    def config(self) -> SessionConfig:
-        return SessionConfig(gang_units=self.gang_aware)
+    @property
+    def gang_aware(self) -> bool:
+        return self.config.gang_units
 
 
 POLICIES: dict[str, Policy] = {
-    "phalanx": Policy(
-        "phalanx", "gang all-or-nothing, priority then FIFO, binpack", True, "binpack"
-    ),
     "kube-default": Policy(
-        "kube-default", "pod at a time, priority then FIFO, spread; no gangs", False, "spread"
+        "kube-default",
+        "pod at a time, priority then FIFO, spread; no gangs",
+        ("priority",),
+        "spread",
+        Allocate,
+        SessionConfig(gang_units=False),
+    ),
+    "coscheduling": Policy(
+        "coscheduling",
+        "scheduler-plugins: pod at a time, held at Permit until minMember or timeout",
+        ("priority",),
+        "spread",
+        Coscheduling,
+        SessionConfig(gang_units=False, timeouts=False),
+    ),
+    "volcano": Policy(
+        "volcano",
+        "gang Statement, priority → gang → DRF order, binpack; no reservation or backfill",
+        ("priority", "gang", "drf"),
+        "binpack",
+        Allocate,
+        SessionConfig(gang_units=True, timeouts=False),
+    ),
+    "phalanx": Policy(
+        "phalanx",
+        "gang all-or-nothing, priority then FIFO, binpack, timeouts with backoff",
+        ("priority", "gang"),
+        "binpack",
+        Allocate,
+        SessionConfig(gang_units=True),
     ),
 }
 
@@ -65,9 +108,8 @@ def get_policy(name: str) -> Policy:
         return POLICIES[name]
     except KeyError:
         known = ", ".join(POLICIES)
-        raise InputError(
-            f"unknown policy {name!r} (choose from {known})", field="--policy"
-        ) from None
+        message = f"unknown policy {name!r} (choose from {known})"
+        raise InputError(message, field="--policy") from None
 
 
 class Scheduler:
@@ -77,7 +119,7 @@ class Scheduler:
         self.policy = policy
         self.plugins: Sequence[object] = policy.plugins(scoring)
         self.actions = policy.actions()
-        self.config = policy.config()
+        self.config = policy.config
         self.rng = np.random.default_rng(seed)
 
     def cycle(self, state: ClusterState, now: float) -> CycleResult:

@@ -70,6 +70,7 @@ class Simulation:
         self.now = 0.0
         self.records: dict[str, GangRecord] = {}
         self.waiting_count = 0
+        self.wakeups: set[float] = set()
         self.queue_length = StepSeries()
         self.rejected: list[str] = []
         self.cycles = 0
@@ -124,9 +125,18 @@ class Simulation:
         result = self.scheduler.cycle(self.state, self.now)
         self.attempts += result.attempts
         touched: dict[str, GangInfo] = {}
+        for pod, node, gpus in result.unreserved:
+            self.state.unreserve(pod, node, gpus)
+            self.meter.release(self._gpu(pod), started=False)
+            self._emit("unreserve", pod=pod)
+        for pod, node in result.reservations:
+            self.state.reserve(pod, node)
+            self.meter.allocate(self._gpu(pod), started=False)
+            self._emit("reserve", pod=pod, node=self.state.table.names[node])
         for pod, node in result.binds:
+            if pod.status is not PodStatus.RESERVED:  # a reserved pod is counted already
+                self.meter.allocate(self._gpu(pod), started=pod.gang.started is not None)
             self.state.bind(pod, node, self.now)
-            self.meter.allocate(self._gpu(pod), started=pod.gang.started is not None)
             self._emit("bind", pod=pod, node=self.state.table.names[node])
             touched[pod.gang.ident] = pod.gang
         for gang in result.timeouts:
@@ -140,6 +150,10 @@ class Simulation:
                 self._try_start(gang)
         for ident, at in result.deferred.items():
             self.queue.push(Event(at, Kind.RETRY, ident))
+        for at in sorted(set(result.wake_at)):
+            if at not in self.wakeups:
+                self.wakeups.add(at)
+                self.queue.push(Event(at, Kind.RETRY, "wake"))
 
     # -- objects come and go ---------------------------------------------------------------
     def _arrive(self, item: Item) -> None:
@@ -192,8 +206,9 @@ class Simulation:
     def _remove_pod(self, pod: PodInfo, status: PodStatus) -> None:
         if pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
             return
-        if pod.status is PodStatus.BOUND:
-            self.meter.release(self._gpu(pod), started=pod.gang.started is not None)
+        if pod.status in (PodStatus.BOUND, PodStatus.RESERVED):
+            started = pod.gang.started is not None and pod.status is PodStatus.BOUND
+            self.meter.release(self._gpu(pod), started=started)
         self.state.release(pod, status)
         self.quota.refund(pod.spec)
         self.jobs.pod_gone(pod.spec, succeeded=status is PodStatus.SUCCEEDED)

@@ -263,9 +263,13 @@ def test_timeout_condition_backoff_and_deferral() -> None:
     assert gang.timed_out and gang.backoff_until > 10.0
     assert late.retry_at["ns/g"] == gang.backoff_until
 
-    during = cycle(state, (10.0 + gang.backoff_until) / 2, scheduler=scheduler)
-    assert during.deferred == {"ns/g": gang.backoff_until}
-    assert "ns/g" not in during.waiting and during.attempts == 0
+    midway = (10.0 + gang.backoff_until) / 2
+    unchanged = cycle(state, midway, scheduler=scheduler)
+    assert unchanged.deferred == {}  # nothing changed since it failed: no retry needed
+    state.add_pod(PodSpec("ns", "newcomer", {"cpu": 1, "pods": 1}), midway)
+    during = cycle(state, midway, scheduler=scheduler)
+    assert during.deferred == {"ns/g": gang.backoff_until}  # the cluster changed: retry
+    assert "ns/g" not in during.waiting and during.attempts == 1  # only the newcomer
 
     first_backoff = gang.backoff_until - 10.0
     now = gang.backoff_until

@@ -211,5 +211,5 @@ def test_close_discards_open_statements_but_keeps_committed_ones() -> None:
 
 
 def test_policy_config_matches_gang_awareness() -> None:
-    assert get_policy("phalanx").config().gang_units is True
-    assert get_policy("kube-default").config().gang_units is False
+    assert get_policy("phalanx").config.gang_units is True
+    assert get_policy("kube-default").config.gang_units is False

@@ -148,12 +148,14 @@ def test_validity_uses_the_cheapest_members_not_the_first() -> None:
 )
 def test_unit_ready_and_order_key(min_member, roles, placed, ready) -> None:
     pods = [(role, 1000, P) for role in placed] + [("worker", 1000, P)]
-    _state, gang = build(min_member, pods, roles=roles)
+    state, gang = build(min_member, pods, roles=roles)
     for pod in gang.members[: len(placed)]:
         gang.move(pod, PodStatus.ALLOCATED)
     unit = Unit.of_gang(gang, gang.pending())
     assert Gang().unit_ready(unit) is ready
-    assert Gang().order_key(unit) == ((1.0,) if ready else (0.0,))  # unready gangs go first
+    assert Gang().order_key(unit, state.table) == (
+        (1.0,) if ready else (0.0,)
+    )  # unready gangs go first
 
 
 @pytest.mark.parametrize(
@@ -163,4 +165,4 @@ def test_unit_ready_and_order_key(min_member, roles, placed, ready) -> None:
 def test_priority_order_key(priority: int, created: float, expected) -> None:
     state = ClusterState([NodeSpec("n0", {"pods": 10})], ResourceIndex())
     pod = state.add_pod(PodSpec("ns", "p", {"pods": 1}, priority=priority), created)
-    assert Priority().order_key(Unit.of_pod(pod)) == expected
+    assert Priority().order_key(Unit.of_pod(pod), state.table) == expected

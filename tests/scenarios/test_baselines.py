@@ -1,0 +1,127 @@
+"""The peer baselines in the same engine: coscheduling and volcano."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
+from phalanx.cluster.resources import ResourceIndex
+from phalanx.cluster.state import ClusterState
+from phalanx.cluster.workloads import PodStatus
+from phalanx.k8s import load_files
+from phalanx.plugins.drf import Drf
+from phalanx.policies import POLICIES, Scheduler, get_policy
+from phalanx.sim.simulator import SimOptions, simulate
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "phalanx" / "examples"
+GPU = "nvidia.com/gpu"
+API = "scheduling.x-k8s.io"
+
+
+def run(name: str, policy: str) -> tuple[Any, list[dict[str, Any]]]:
+    events: list[dict[str, Any]] = []
+    workload = load_files([EXAMPLES / name])
+    return simulate(workload, SimOptions(policy=policy, until=7200), events.append), events
+
+
+def test_policies_in_the_registry() -> None:
+    assert list(POLICIES) == ["kube-default", "coscheduling", "volcano", "phalanx"]
+
+
+def test_coscheduling_holds_an_almost_fitting_gang_until_the_permit_timeout() -> None:
+    result, events = run("05-permit-hold.yaml", "coscheduling")
+    first = [e for e in events if e["type"] == "reserve" and e["t"] == 60.0]
+    assert len(first) == 9  # 9 of 10 workers assumed at Permit, holding 9 GPUs
+    released = [e for e in events if e["type"] == "unreserve" and e["t"] == 120.0]
+    assert len(released) == 9  # ... until the 60 s timeout
+    assert [e["t"] for e in events if e["type"] == "timeout"] == [120.0]
+    assert result.idle_gpu_hours >= 9 * 60 / 3600
+    big = [e["t"] for e in events if e["type"] == "bind" and e["gang"] == "default/big"]
+    assert len(big) == 10 and len(set(big)) == 1  # bound together, never partially
+    phalanx, phalanx_events = run("05-permit-hold.yaml", "phalanx")
+    assert phalanx.idle_gpu_hours == 0.0
+    assert not [e for e in phalanx_events if e["type"] in ("reserve", "unreserve")]
+
+
+@pytest.mark.parametrize("policy", ["coscheduling", "volcano"])
+def test_gang_aware_baselines_avoid_the_interleaved_deadlock(policy: str) -> None:
+    result, _ = run("01-deadlock.yaml", policy)
+    assert result.count("deadlocked") == 0 and result.count("completed") == 2
+
+
+def cluster(gpus_per_node: list[int]) -> ClusterState:
+    nodes = [NodeSpec(f"n{i}", {GPU: g * 1000, "pods": 110}) for i, g in enumerate(gpus_per_node)]
+    return ClusterState(nodes, ResourceIndex())
+
+
+def add_gang(state: ClusterState, name: str, size: int, gpus: int = 1, created: float = 0.0):
+    gang = state.add_gang(GangSpec("default", name, size, API), created)
+    for i in range(size):
+        spec = PodSpec(
+            "default", f"{name}-{i}", {GPU: gpus * 1000, "pods": 1}, gang=GangRef(name, API)
+        )
+        state.add_pod(spec, created)
+    return gang
+
+
+def apply(state: ClusterState, result: Any, now: float) -> None:
+    for pod, node, gpus in result.unreserved:
+        state.unreserve(pod, node, gpus)
+    for pod, node in result.reservations:
+        state.reserve(pod, node)
+    for pod, node in result.binds:
+        state.bind(pod, node, now)
+
+
+def test_coscheduling_post_filter_rejects_a_group_short_by_more_than_ten_percent() -> None:
+    state = cluster([3])
+    gang = add_gang(state, "g", 4)
+    result = Scheduler(get_policy("coscheduling")).cycle(state, 0.0)
+    apply(state, result, 0.0)
+    assert result.reservations == [] and result.binds == []
+    assert all(p.status is PodStatus.PENDING for p in gang.members)
+    assert not state.table.requested.any()
+
+
+def test_coscheduling_keeps_holding_when_short_by_ten_percent_or_less() -> None:
+    state = cluster([9])
+    gang = add_gang(state, "g", 10)
+    scheduler = Scheduler(get_policy("coscheduling"))
+    result = scheduler.cycle(state, 0.0)
+    apply(state, result, 0.0)
+    assert len(result.reservations) == 9 and result.binds == []
+    assert Counter(p.status for p in gang.members) == {PodStatus.RESERVED: 9, PodStatus.PENDING: 1}
+    assert result.wake_at == [60.0] and gang.permit_deadline == 60.0
+    later = scheduler.cycle(state, 60.0)  # the Permit wait is over
+    apply(state, later, 60.0)
+    assert [g.key for g in later.timeouts] == ["default/g"]
+    assert len(later.unreserved) == 9
+    # the one member never reserved is out of backoff and is assumed again, alone
+    assert [p.spec.name for p, _ in later.reservations] == ["g-9"]
+    assert state.table.requested[0, state.table.gpu_col] == 1000
+
+
+def test_coscheduling_binds_the_whole_group_once_it_reaches_quorum() -> None:
+    state = cluster([2, 2])
+    gang = add_gang(state, "g", 4)
+    result = Scheduler(get_policy("coscheduling")).cycle(state, 0.0)
+    apply(state, result, 0.0)
+    assert len(result.binds) == 4 and result.reservations == []
+    assert all(p.status is PodStatus.BOUND for p in gang.members)
+
+
+def test_volcano_drf_orders_running_gangs_by_dominant_share() -> None:
+    state = cluster([8, 8])
+    big, small = add_gang(state, "big", 4, gpus=2), add_gang(state, "small", 2, gpus=1)
+    for gang, count in ((big, 4), (small, 2)):
+        for pod in gang.members[:count]:
+            state.bind(pod, 0 if gang is big else 1, 0.0)
+    table = state.table
+    from phalanx.framework.unit import Unit
+
+    shares = {g.name: Drf().order_key(Unit.of_gang(g, g.members), table) for g in (big, small)}
+    assert shares == {"big": (0.5,), "small": (0.125,)}
