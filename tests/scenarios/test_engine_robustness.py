@@ -95,3 +95,24 @@ def test_late_podgroup_pods_wait_until_it_appears() -> None:
     events: list[dict[str, Any]] = []
     simulate(workload, SimOptions(), events.append)
     assert [e["t"] for e in events if e["type"] == "bind"] == [30.0, 30.0]
+
+
+def test_a_gang_that_failed_for_room_is_parked_until_room_frees() -> None:
+    state = ClusterState([node("n0", gpus=4)], ResourceIndex())
+    hog = state.add_pod(pod("hog", gpus=3), 0.0)
+    state.bind(hog, 0, 0.0)
+    state.add_gang(GangSpec("default", "g", 2, API), 0.0)
+    for i in range(2):
+        state.add_pod(pod(f"g-{i}", group="g"), 0.0)
+    scheduler = Scheduler(get_policy("phalanx"))
+    result = scheduler.cycle(state, 1.0)
+    for gang in result.blocked:
+        state.block(gang, state.freed)
+    assert "default/g" in state.blocked and "default/g" not in state.waiting
+    state.add_pod(pod("newcomer"), 2.0)  # an arrival only takes room away: still parked
+    assert "default/g" in state.blocked
+    assert scheduler.cycle(state, 2.0).attempts == 1  # only the newcomer was tried
+    state.release(hog)  # room freed: every parked gang is worth a try again
+    assert "default/g" in state.waiting and not state.blocked
+    retry = scheduler.cycle(state, 3.0)
+    assert sorted(p.spec.name for p, _ in retry.binds) == ["g-0", "g-1"]

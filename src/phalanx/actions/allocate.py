@@ -31,6 +31,7 @@ class Allocate:
             verdict = session.invalid(unit)
             if verdict is not None:
                 session.wait(unit.gang, *verdict)
+                self._block(session, unit)
                 continue
             signature = _signature(unit)
             unit.gang.attempted = session.state.version
@@ -40,6 +41,19 @@ class Allocate:
                     continue
                 failed[signature] = needs(session, unit)
             session.wait(unit.gang, "NotEnoughResources", progress(unit) + failed[signature])
+            self._block(session, unit)
+
+    @staticmethod
+    def _block(session: Session, unit: Unit) -> None:
+        """A whole gang that failed need not be retried until room frees up (or it gains a
+        member); a gang waiting for its timeout check is kept so the timeout is noticed."""
+        gang = unit.gang
+        timeout = gang.timeout
+        if not session.config.gang_units or gang.ready():
+            return
+        if timeout is not None and not gang.timed_out and session.config.timeouts:
+            return
+        session.result.blocked.append(gang)
 
     def _place(self, session: Session, unit: Unit) -> bool:
         stmt = session.statement()

@@ -4,6 +4,11 @@
 failed at the current version would fail again, so nobody needs to retry it before the
 version moves.
 
+``blocked`` holds gangs that failed for lack of room (or of members) — the queueing hint of
+kube-scheduler's unschedulable queue: arrivals and binds only take room away, so such a gang
+is not worth another attempt until resources are freed (``freed`` moves) or it gains a
+member. Long queues then cost a cycle nothing.
+
 Backends (the simulator, later the Kubernetes watch) are the only writers: they add and remove
 objects and apply committed binds. ``waiting`` keeps, in arrival order, the gangs that have at
 least one pending member, so a cycle never scans finished work.
@@ -30,6 +35,8 @@ class ClusterState:
         self.orphans: dict[str, list[PodInfo]] = {}  # pods whose PodGroup has not appeared
         self._seq = 0
         self.version = 0
+        self.freed = 0  # counts releases of resources
+        self.blocked: dict[str, GangInfo] = {}
 
     # -- objects appear ------------------------------------------------------------------
     def add_gang(self, spec: GangSpec, now: float) -> GangInfo:
@@ -74,6 +81,7 @@ class ClusterState:
 
     def _join(self, pod: PodInfo) -> None:
         pod.gang.add(pod)
+        self.unblock(pod.gang)
         if pod.status is PodStatus.PENDING:
             self.waiting[pod.gang.ident] = pod.gang
 
@@ -106,6 +114,7 @@ class ClusterState:
             raise ValueError(f"cannot unreserve {pod.key} in status {pod.status.value}")
         self.table.remove(node, pod.request, gpus)
         self.version += 1
+        self._freed()
         self._refresh_waiting(pod.gang)
 
     def _take(self, pod: PodInfo, node: int, verb: str) -> None:
@@ -121,15 +130,36 @@ class ClusterState:
         if pod.node >= 0 and pod.status in holding:
             self.table.remove(pod.node, pod.request, pod.gpus)
             pod.gpus = ()
+            self._freed()
         self.version += 1
         pod.gang.move(pod, status)
         self._refresh_waiting(pod.gang)
 
     def _refresh_waiting(self, gang: GangInfo) -> None:
+        if gang.ident in self.blocked:
+            return
         if any(p.status is PodStatus.PENDING for p in gang.members):
             self.waiting.setdefault(gang.ident, gang)
         else:
             self.waiting.pop(gang.ident, None)
+
+    # -- queueing hints ------------------------------------------------------------------------
+    def block(self, gang: GangInfo, freed: int) -> None:
+        """Park ``gang`` until resources are freed; ``freed`` is the count it failed at (a
+        release since then means it may fit now, so it stays waiting)."""
+        if freed == self.freed and gang.ident in self.waiting:
+            self.blocked[gang.ident] = self.waiting.pop(gang.ident)
+
+    def unblock(self, gang: GangInfo) -> None:
+        if self.blocked.pop(gang.ident, None) is not None:
+            self._refresh_waiting(gang)
+
+    def _freed(self) -> None:
+        self.freed += 1
+        if self.blocked:
+            parked, self.blocked = self.blocked, {}
+            for gang in parked.values():
+                self._refresh_waiting(gang)
 
     def waiting_gangs(self) -> Iterable[GangInfo]:
         return list(self.waiting.values())

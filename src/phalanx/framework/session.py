@@ -42,6 +42,7 @@ class CycleResult:
     unreserved: list[tuple[PodInfo, int, tuple[int, ...]]] = field(default_factory=list)
     wake_at: list[float] = field(default_factory=list)  # when a cycle is needed again
     waiting: dict[str, Condition] = field(default_factory=dict)  # gang ident → why it waits
+    blocked: list[GangInfo] = field(default_factory=list)  # not worth a retry until room frees
     timeouts: list[GangInfo] = field(default_factory=list)
     retry_at: dict[str, float] = field(default_factory=dict)  # gang ident → end of new backoff
     deferred: dict[str, float] = field(default_factory=dict)  # skipped in backoff → its end
@@ -70,6 +71,7 @@ class Session:
         self.filters = [p for p in plugins if isinstance(p, Filter)]
         self.scorers = [p for p in plugins if isinstance(p, Score)]
         self.result = CycleResult()
+        self.freed = state.freed
         self._open: list[Statement] = []
 
     # -- units -----------------------------------------------------------------------------

@@ -122,6 +122,7 @@ class Simulation:
 
     def _cycle(self) -> None:
         self.cycles += 1
+        self.freed_at_cycle = self.state.freed
         result = self.scheduler.cycle(self.state, self.now)
         self.attempts += result.attempts
         touched: dict[str, GangInfo] = {}
@@ -148,6 +149,8 @@ class Simulation:
                 self.queue.push(Event(self.now + self.options.startup_delay, Kind.RUNNING, gang))
             else:
                 self._try_start(gang)
+        for gang in result.blocked:
+            self.state.block(gang, self.freed_at_cycle)
         for ident, at in result.deferred.items():
             self.queue.push(Event(at, Kind.RETRY, ident))
         for at in sorted(set(result.wake_at)):
