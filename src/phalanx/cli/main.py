@@ -13,12 +13,21 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from phalanx import __version__
-from phalanx.api.durations import parse_duration
+from phalanx.api.durations import format_duration, parse_duration
 from phalanx.api.errors import InputError
 from phalanx.cli.demo import demo_table, run_demo
-from phalanx.cli.output import run_json, run_table
+from phalanx.cli.output import run_json, run_table, table
+from phalanx.compare import (
+    COLUMNS,
+    comparison_json,
+    html_report,
+    metrics_of,
+    progress_for,
+    run_policies,
+)
 from phalanx.k8s import load_files
 from phalanx.policies import POLICIES
+from phalanx.report.format import table_rows
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
 
@@ -59,7 +68,54 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--startup-delay", type=_duration, default=0.0, help="time from bind to running (default 0)"
     )
+    cmp = commands.add_parser(
+        "compare",
+        help="run several policies on the same workload and compare them",
+        description=(
+            "Run the policies on WORKLOAD and print one row of metrics per policy. WORKLOAD is "
+            "a manifest file (several: comma-separated) or a trace NAME:OPTIONS, e.g. "
+            "synthetic:jobs=200,seed=1."
+        ),
+    )
+    cmp.add_argument("workload", metavar="WORKLOAD")
+    cmp.add_argument(
+        "--policies",
+        default=",".join(POLICIES),
+        help="comma-separated policies, in table order (default: %(default)s)",
+    )
+    cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--until", type=_duration, help="simulated horizon, e.g. 2h")
+    cmp.add_argument("--report", metavar="PATH", help="write a self-contained HTML report")
+    cmp.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    cmp.add_argument(
+        "--progress", action="store_true", help="show progress on stderr even when not a terminal"
+    )
     return root
+
+
+def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
+    names = [name.strip() for name in args.policies.split(",") if name.strip()]
+    progress = progress_for(sys.stderr, len(names), force=args.progress)
+    results = run_policies(
+        args.workload, names, seed=args.seed, until=args.until, progress=progress
+    )
+    if args.report:
+        page = html_report(args.workload, args.seed, results, until=args.until)
+        with open(args.report, "w", encoding="utf-8") as report:
+            report.write(page)
+    if args.output == "json":
+        out.write(json.dumps(comparison_json(args.workload, args.seed, results), indent=2) + "\n")
+        return 0
+    horizon = "" if args.until is None else f" · until {format_duration(args.until)}"
+    rows = table_rows(COLUMNS, metrics_of(results))
+    lines = [
+        f"workload {args.workload} · seed {args.seed}{horizon}",
+        table(["POLICY", *(c.header for c in COLUMNS)], rows),
+    ]
+    if args.report:
+        lines.append(f"report: {args.report}")
+    out.write("\n".join(lines) + "\n")
+    return 0
 
 
 def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
@@ -97,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return simulate_command(args, sys.stdout)
+        if args.command == "compare":
+            return compare_command(args, sys.stdout)
     except InputError as err:
         print(f"phalanx: error: {err.line()}", file=sys.stderr)
         return 2

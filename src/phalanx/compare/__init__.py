@@ -1,1 +1,71 @@
-"""Placeholder: filled in by the issue that builds it."""
+"""Compare scheduling policies on one workload: run them, summarize, report.
+
+:func:`~phalanx.compare.runner.run_policies` runs the policies (in parallel processes where
+cores allow) and returns each run's ``SimResult.to_json()``; :func:`summarize` turns one into the
+comparison metrics (defined in :mod:`phalanx.compare.summary`); :func:`comparison_json` is the
+``phalanx compare -o json`` document and :func:`html_report` the ``--report`` file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.compare.runner import (
+    Progress,
+    check_policies,
+    load_workload,
+    progress_for,
+    run_policies,
+)
+from phalanx.compare.summary import COLUMNS, METRICS, summarize
+from phalanx.policies import POLICIES
+from phalanx.report.format import Value
+from phalanx.report.html import render_report
+
+
+def metrics_of(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Value]]:
+    """Each policy's metrics, in the order of ``results``."""
+    return {name: summarize(result) for name, result in results.items()}
+
+
+def comparison_json(
+    workload: str, seed: int, results: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``{"workload", "seed", "policies": {NAME: {metric: value}}}`` (seconds, percent)."""
+    return {"workload": workload, "seed": seed, "policies": metrics_of(results)}
+
+
+def html_report(
+    workload: str,
+    seed: int,
+    results: Mapping[str, Mapping[str, Any]],
+    *,
+    until: float | None = None,
+    gantt_limit: int = 200,
+) -> str:
+    return render_report(
+        workload=workload,
+        seed=seed,
+        results=results,
+        metrics=metrics_of(results),
+        columns=COLUMNS,
+        until=until,
+        gantt_limit=gantt_limit,
+        color_order=list(POLICIES),
+    )
+
+
+__all__ = [
+    "COLUMNS",
+    "METRICS",
+    "Progress",
+    "check_policies",
+    "comparison_json",
+    "html_report",
+    "load_workload",
+    "metrics_of",
+    "progress_for",
+    "run_policies",
+    "summarize",
+]

@@ -13,6 +13,7 @@ finds them once when it is built (``hooks``). Combination rules, as in Volcano:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -70,3 +71,16 @@ class Action(Protocol):
 
     def execute(self, session: Session) -> None:
         """Run this algorithm over the session."""
+
+
+class Hooks:
+    """Which plugin implements which hook, found once (isinstance on a runtime Protocol is
+    slow: do it when a scheduler is built, not every cycle)."""
+
+    def __init__(self, plugins: Sequence[object]) -> None:
+        self.plugins = list(plugins)
+        self.orders = [p for p in plugins if isinstance(p, UnitOrder)]
+        self.validators = [p for p in plugins if isinstance(p, UnitValid)]
+        self.readiness = [p for p in plugins if isinstance(p, UnitReady)]
+        self.filters = [p for p in plugins if isinstance(p, Filter)]
+        self.scorers = [p for p in plugins if isinstance(p, Score)]

@@ -18,7 +18,7 @@ import numpy as np
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
-from phalanx.framework.plugin import Filter, Score, Scores, UnitOrder, UnitReady, UnitValid
+from phalanx.framework.plugin import Hooks, Scores
 from phalanx.framework.statement import Op, Operation, Statement
 from phalanx.framework.unit import Unit
 
@@ -53,7 +53,7 @@ class Session:
     def __init__(
         self,
         state: ClusterState,
-        plugins: Sequence[object],
+        plugins: Sequence[object] | Hooks,
         *,
         now: float,
         rng: np.random.Generator,
@@ -64,12 +64,13 @@ class Session:
         self.now = now
         self.rng = rng
         self.config = config
-        self.plugins = list(plugins)
-        self.orders = [p for p in plugins if isinstance(p, UnitOrder)]
-        self.validators = [p for p in plugins if isinstance(p, UnitValid)]
-        self.readiness = [p for p in plugins if isinstance(p, UnitReady)]
-        self.filters = [p for p in plugins if isinstance(p, Filter)]
-        self.scorers = [p for p in plugins if isinstance(p, Score)]
+        hooks = plugins if isinstance(plugins, Hooks) else Hooks(plugins)
+        self.plugins = hooks.plugins
+        self.orders = hooks.orders
+        self.validators = hooks.validators
+        self.readiness = hooks.readiness
+        self.filters = hooks.filters
+        self.scorers = hooks.scorers
         self.result = CycleResult()
         self.freed = state.freed
         self._open: list[Statement] = []

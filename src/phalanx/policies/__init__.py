@@ -30,7 +30,7 @@ from phalanx.actions.allocate import Allocate
 from phalanx.actions.coscheduling import Coscheduling
 from phalanx.api.errors import InputError
 from phalanx.cluster.state import ClusterState
-from phalanx.framework.plugin import Action
+from phalanx.framework.plugin import Action, Hooks
 from phalanx.framework.session import CycleResult, Session, SessionConfig
 from phalanx.plugins.drf import Drf
 from phalanx.plugins.gang import Gang
@@ -118,12 +118,13 @@ class Scheduler:
     def __init__(self, policy: Policy, *, seed: int = 0, scoring: str | None = None) -> None:
         self.policy = policy
         self.plugins: Sequence[object] = policy.plugins(scoring)
+        self.hooks = Hooks(self.plugins)
         self.actions = policy.actions()
         self.config = policy.config
         self.rng = np.random.default_rng(seed)
 
     def cycle(self, state: ClusterState, now: float) -> CycleResult:
-        session = Session(state, self.plugins, now=now, rng=self.rng, config=self.config)
+        session = Session(state, self.hooks, now=now, rng=self.rng, config=self.config)
         for action in self.actions:
             action.execute(session)
         return session.close()

@@ -1,0 +1,1 @@
+"""Placeholder: the live Kubernetes scheduler (issue: phalanx serve)."""

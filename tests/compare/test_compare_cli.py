@@ -1,0 +1,119 @@
+"""``phalanx compare`` through its entry point: JSON, table, report, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from phalanx.cli.main import main
+from phalanx.compare.summary import METRICS
+from phalanx.policies import POLICIES
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "phalanx" / "examples"
+DEADLOCK = str(EXAMPLES / "01-deadlock.yaml")
+STARVATION = str(EXAMPLES / "04-starvation.yaml")
+
+
+def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", DEADLOCK, "-o", "json", "--seed", "4"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""  # no progress bar unless stderr is a terminal
+    doc = json.loads(captured.out)
+    assert set(doc) == {"workload", "seed", "policies"}
+    assert doc["workload"] == DEADLOCK and doc["seed"] == 4
+    assert list(doc["policies"]) == list(POLICIES)  # default: all, in registry order
+    for metrics in doc["policies"].values():
+        assert list(metrics) == list(METRICS)
+    kube, gang = doc["policies"]["kube-default"], doc["policies"]["phalanx"]
+    assert kube["deadlocked"] == 2 and kube["completed"] == 0 and kube["jct_mean"] is None
+    assert kube["gpu_util"] == 0.0 and kube["gpu_alloc_ratio"] > 0
+    assert gang["deadlocked"] == 0 and gang["completed"] == 2 and gang["idle_gpu_hours"] == 0
+    assert gang["makespan"] > 0 and 0 < gang["gpu_util"] <= 100
+
+
+def test_table_one_row_per_policy_human_units(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["compare", STARVATION, "--policies", "phalanx,kube-default", "--until", "2h"])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"workload {STARVATION} · seed 0 · until 2h00m"
+    assert lines[1].split()[:3] == ["POLICY", "DONE", "JCT"]
+    rows = {line.split()[0]: line.split() for line in lines[2:]}
+    assert list(rows) == ["phalanx", "kube-default"]
+    assert rows["phalanx"][1] == "23" and rows["kube-default"][1] == "12"
+    assert "10m00s" in rows["phalanx"] and "$13.98" in rows["kube-default"]
+    assert any(cell.endswith("%") for cell in rows["phalanx"])
+
+
+def test_report_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report.html"
+    args = ["compare", DEADLOCK, "--policies", "kube-default,phalanx", "--report", str(report)]
+    assert main([*args, "-o", "json"]) == 0
+    json.loads(capsys.readouterr().out)  # stdout stays pure JSON
+    page = report.read_text()
+    assert page.startswith("<!DOCTYPE html>") and 'data-plot="gantt"' in page
+
+
+def test_progress_flag_forces_the_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", DEADLOCK, "--policies", "phalanx", "--progress", "-o", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "1/1 policies  phalanx done in" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--policies", "kube-default,fifo"], "'fifo'"),
+        (["--policies", " , "], "--policies"),
+    ],
+)
+def test_bad_policies_exit_2_with_one_line(
+    args: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", DEADLOCK, *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("phalanx: error: ") and named in line
+
+
+@pytest.mark.parametrize("workload", ["missing.yaml", "nosuchtrace:jobs=3"])
+def test_unknown_workload_exits_2_naming_it(
+    workload: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", workload]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("phalanx: error: ") and workload in line
+
+
+def test_bad_manifest_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: x}}\n"
+    )
+    assert main(["compare", str(bad), "--policies", "phalanx"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("phalanx: error: ") and "bad.yaml" in line
+
+
+def test_an_error_inside_the_worker_processes_is_one_line_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+        'status: {allocatable: {cpu: "8", memory: 8Gi, nvidia.com/gpu: "1"}}\n---\n'
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\n"
+        "spec: {minMember: 2}\n"
+        + "".join(
+            f"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p{i}\n"
+            "  labels: {scheduling.x-k8s.io/pod-group: g}\n"
+            "spec:\n  containers:\n  - name: c\n"
+            '    resources: {requests: {nvidia.com/gpu: "1"}}\n'
+            for i in range(2)
+        )
+    )
+    assert main(["compare", str(big), "--policies", "kube-default,phalanx"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"phalanx: error: {big}: PodGroup default/g: spec.minMember")
