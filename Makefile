@@ -19,8 +19,12 @@ $(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.stamp-run
 
+DEMO_WORKLOAD = synthetic:jobs=200,nodes=8,mix=multi,gpus_per_pod=1,load=1.0,max_duration=21600,seed=1
+
 demo: $(VENV)/.stamp-run
 	$(BIN)/phalanx simulate
+	@echo
+	$(BIN)/phalanx compare $(DEMO_WORKLOAD) --report report.html
 
 lint: $(VENV)/.stamp-test
 	$(BIN)/ruff check src tests benchmarks

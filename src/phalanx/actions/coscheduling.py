@@ -5,7 +5,9 @@ fails, not to be used. Semantics (kubernetes-sigs/scheduler-plugins, pkg/cosched
 
 - **QueueSort**: pods one at a time, by priority, then their PodGroup's creation time, then
   name — pods of one group are adjacent, but a failed pod goes to backoff (1 s doubling to
-  10 s, kube-scheduler's defaults), so retries of different groups interleave.
+  10 s, kube-scheduler's defaults), so retries of different groups interleave. A pod that found
+  no node waits in the unschedulable queue until resources are freed; backoffs complete on
+  kube-scheduler's one-second flush, so wake-ups are rounded up to whole seconds.
 - **PreFilter**: a pod whose group has fewer than ``minMember`` pods is rejected ("cannot
   find enough sibling pods"); if ``minResources`` is set, the sum of free resources over all
   nodes must cover it (an aggregate check that ignores fragmentation).
@@ -23,10 +25,11 @@ until a timeout or a rejection frees them, and then may do it again.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
-from phalanx.framework.explain import needs, progress
+from phalanx.framework.explain import progress
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Statement
 from phalanx.framework.unit import Unit
@@ -48,23 +51,34 @@ class Coscheduling:
     def __init__(self, args: CoschedulingArgs = CoschedulingArgs()) -> None:
         self.args = args
         self.at_permit: dict[str, GangInfo] = {}  # gangs with pods waiting at Permit
+        self.freed_now = False  # this cycle released reservations
 
     def execute(self, session: Session) -> None:
-        self._expire(session)
+        self.freed_now = self._expire(session) > 0  # releases wake the unschedulable pods
         waiting: dict[str, Statement] = {}
         rejected: set[str] = set()
+        no_room: set[tuple[bytes, object]] = set()  # shapes that found no node this cycle
         for pod in self._queue(session):
             gang = pod.gang
             if gang.ident in rejected or not self._ready_to_try(session, pod):
                 continue
             if not self._pre_filter(session, pod):
                 continue
-            session.result.attempts += 1
-            node = session.select_node(pod)
+            shape = (pod.request.tobytes(), pod.spec.placement)
+            node = None
+            if shape not in no_room:  # room only shrinks until a rejection frees some
+                session.result.attempts += 1
+                node = session.select_node(pod)
             if node is None:
+                no_room.add(shape)
                 self._fail(session, pod)
-                if self._post_filter(session, gang, waiting):
+                pod.blocked_at = session.freed
+                released = self._post_filter(session, gang, waiting)
+                if released is not None:
                     rejected.add(gang.ident)
+                    if released:
+                        no_room.clear()
+                        self.freed_now = True
                 continue
             stmt = waiting.setdefault(gang.ident, session.statement())
             stmt.allocate(pod, node)
@@ -79,14 +93,23 @@ class Coscheduling:
 
     # -- queue ---------------------------------------------------------------------------------
     def _queue(self, session: Session) -> list[PodInfo]:
-        pods = [pod for unit in session.units() for pod in unit.pods]
+        """Pending pods that may be tried, in QueueSort order (the unschedulable ones are left
+        out before sorting: on a busy cluster they are most of the queue)."""
+        freed = -2 if self.freed_now else session.freed
+        pods = [
+            pod
+            for gang in session.state.waiting_gangs()
+            for pod in gang.pending()
+            if pod.blocked_at != freed and session.ours(pod, gang)
+        ]
         pods.sort(key=lambda p: (-p.priority, p.gang.created, p.gang.key, p.seq))
         return pods
 
     def _ready_to_try(self, session: Session, pod: PodInfo) -> bool:
+        if pod.blocked_at == session.freed and not self.freed_now:
+            return False  # unschedulable queue: nothing was freed since it found no node
         if pod.backoff_until > session.now:
-            if pod.attempted < session.state.version:
-                session.result.wake_at.append(pod.backoff_until)
+            session.result.wake_at.append(float(math.ceil(pod.backoff_until)))
             return False
         pod.attempted = session.state.version
         return True
@@ -95,7 +118,7 @@ class Coscheduling:
         gang = pod.gang
         if gang.implicit:
             return True
-        alive = sum(member.status not in _GONE for member in gang.members)
+        alive = gang.alive()
         if alive < gang.min_member:
             message = f"cannot find enough sibling pods: {alive} of minMember {gang.min_member}"
             session.note(gang, "NotEnoughMembers", message)
@@ -122,8 +145,9 @@ class Coscheduling:
         self.at_permit.pop(gang.ident, None)
         session.placed(gang)
 
-    def _expire(self, session: Session) -> None:
-        """Groups whose Permit wait ran out: reject their waiting pods."""
+    def _expire(self, session: Session) -> int:
+        """Groups whose Permit wait ran out: reject their waiting pods; how many were freed."""
+        released = 0
         for ident, gang in list(self.at_permit.items()):
             if not any(p.status is PodStatus.RESERVED for p in gang.members):
                 del self.at_permit[ident]
@@ -131,21 +155,26 @@ class Coscheduling:
                 if not gang.timed_out:
                     gang.timed_out = True
                     session.result.timeouts.append(gang)
-                self._reject(session, gang, None)
+                released += self._reject(session, gang, None)
                 message = f"rejected at Permit after waiting {self._timeout(gang):g}s"
                 session.note(gang, "Timeout", message)
+        return released
 
-    def _post_filter(self, session: Session, gang: GangInfo, waiting: dict[str, Statement]) -> bool:
+    def _post_filter(
+        self, session: Session, gang: GangInfo, waiting: dict[str, Statement]
+    ) -> int | None:
+        """Reject the group's waiting pods if it is too far from its minimum: how many were
+        released, or None if the group keeps waiting."""
         if gang.implicit or gang.placed >= gang.min_member:
-            return False
+            return None
         gap = (gang.min_member - gang.placed) / gang.min_member
         if gap * 100 <= self.args.reject_percentage:
-            return False  # close enough: keep holding, hope a sibling fits soon
-        self._reject(session, gang, waiting.pop(gang.ident, None))
-        return True
+            return None  # close enough: keep holding, hope a sibling fits soon
+        return self._reject(session, gang, waiting.pop(gang.ident, None))
 
-    def _reject(self, session: Session, gang: GangInfo, stmt: Statement | None) -> None:
+    def _reject(self, session: Session, gang: GangInfo, stmt: Statement | None) -> int:
         """Release every waiting pod of ``gang`` (this cycle's and earlier reservations)."""
+        released = 0 if stmt is None else len(stmt)
         if stmt is not None:
             pods = [op.pod for op in stmt.operations]
             stmt.discard()
@@ -158,17 +187,21 @@ class Coscheduling:
                 gang.move(pod, PodStatus.PENDING)  # the backend frees its node at apply time
                 pod.node, pod.gpus = -1, ()
                 self._fail(session, pod)
+                released += 1
         gang.permit_deadline = None
         self.at_permit.pop(gang.ident, None)
+        return released
 
     # -- helpers -----------------------------------------------------------------------------------
     def _fail(self, session: Session, pod: PodInfo) -> None:
-        delay = min(self.args.backoff_max, self.args.backoff_base * 2**pod.failures)
+        delay = min(self.args.backoff_max, self.args.backoff_base * 2 ** min(pod.failures, 16))
+        pod.blocked_at = -1
         pod.failures += 1
         pod.backoff_until = session.now + delay
-        if pod.status is PodStatus.PENDING:
-            unit = Unit.of_pod(pod)
-            session.note(pod.gang, "NotEnoughResources", progress(unit) + needs(session, unit))
+        if pod.status is PodStatus.PENDING:  # a cheap message: this path runs very often
+            shape = session.table.index.describe(pod.request)
+            message = f"{progress(Unit.of_pod(pod))}pod {pod.key} needs {shape}; no node fits"
+            session.note(pod.gang, "NotEnoughResources", message)
 
     def _timeout(self, gang: GangInfo) -> float:
         timeout = gang.timeout

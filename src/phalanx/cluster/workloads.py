@@ -50,6 +50,7 @@ class PodInfo:
     backoff_until: float = 0.0  # per-pod backoff (pod-at-a-time baselines)
     failures: int = 0
     attempted: int = -1  # cluster version at its last placement attempt
+    blocked_at: int = -1  # ``ClusterState.freed`` when it last found no node (-1: not blocked)
 
     @property
     def key(self) -> str:
@@ -87,6 +88,7 @@ class GangInfo:
     failures: int = 0
     backoff_until: float = 0.0
     attempted: int = -1  # cluster version at its last placement attempt
+    blocked_at: int = -1  # ``ClusterState.freed`` when it last found no node (-1: not blocked)
     permit_deadline: float | None = None  # coscheduling: when waiting members are rejected
     started: float | None = None  # when its work started (min members running)
     finished: float | None = None

@@ -84,7 +84,7 @@ class Session:
                 if gang.attempted < self.state.version:  # the cluster changed meanwhile
                     self.result.deferred[gang.ident] = gang.backoff_until
                 continue
-            pending = [p for p in gang.pending() if self._ours(p, gang)]
+            pending = [p for p in gang.pending() if self.ours(p, gang)]
             if not pending:
                 continue
             if self.config.gang_units:
@@ -94,7 +94,8 @@ class Session:
         units.sort(key=self.order_key)
         return units
 
-    def _ours(self, pod: PodInfo, gang: GangInfo) -> bool:
+    def ours(self, pod: PodInfo, gang: GangInfo) -> bool:
+        """Is ``pod`` for this scheduler? (Noted on its gang when it is not.)"""
         if pod.spec.scheduler_name in self.config.scheduler_names:
             return True
         message = f"schedulerName {pod.spec.scheduler_name!r}: another scheduler places this pod"
@@ -184,7 +185,7 @@ class Session:
                 f"waited {self.now - gang.created:g}s > scheduleTimeoutSeconds {timeout:g}; "
                 + message
             )
-            delay = min(self.config.backoff_max, self.config.backoff_base * 2**gang.failures)
+            delay = min(self.config.backoff_max, self.config.backoff_base * 2 ** min(gang.failures, 16))
             gang.failures += 1
             gang.backoff_until = self.now + delay
             self.result.retry_at[gang.ident] = gang.backoff_until

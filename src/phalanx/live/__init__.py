@@ -1,1 +1,91 @@
-"""Placeholder: the live Kubernetes scheduler (issue: phalanx serve)."""
+"""The live path: phalanx against a real Kubernetes API server (``phalanx serve``).
+
+This package is the client foundation; the scheduling loop comes later. Modules:
+
+- :mod:`.config` — ``--kubeconfig PATH`` or in-cluster configuration (via lightkube's loader).
+- :mod:`.client` — :class:`KubeClient`, async REST over plain dicts (no model
+  deserialisation), paged lists, watches; why lightkube is in its docstring.
+- :mod:`.informer` — :class:`Informer`: list, watch with bookmarks and ``timeoutSeconds``,
+  resume from the last resourceVersion, relist on 410, back off on errors, skip a missing API.
+- :mod:`.writes` — :func:`bind` (raw Status answer), pod status conditions, CRD ``/status``.
+- :mod:`.events` — ``events.k8s.io/v1`` (and legacy ``v1``) Events.
+- :mod:`.leases` — ``coordination.k8s.io/v1`` Leases for leader election.
+- :mod:`.resources` — the API resources phalanx uses and their URL paths.
+- :mod:`.errors` — :class:`ApiError` (status code), :class:`TransportError`,
+  :class:`ConfigError`.
+
+Objects are dicts straight from ``json.loads``, ready for :mod:`phalanx.k8s`'s converters
+(``pod_from_dict``, ``node_from_dict``, ``gang_from_dict``, ``PriorityTable``).
+"""
+
+from phalanx.live import events, leases
+from phalanx.live.client import KubeClient, ObjectList, PatchType, WatchEvent, label_selector
+from phalanx.live.config import (
+    ClusterConfig,
+    config_for_server,
+    in_cluster_config,
+    kubeconfig_config,
+    load_config,
+)
+from phalanx.live.errors import ApiError, ConfigError, LiveError, TransportError
+from phalanx.live.informer import Backoff, Informer, InformerStats
+from phalanx.live.resources import (
+    EVENTS,
+    EVENTS_V1,
+    GANG_RESOURCES,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODGROUPS,
+    PODGROUPS_SIGS,
+    PODS,
+    PRIORITY_CLASSES,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    WORKLOADS,
+    Resource,
+    object_key,
+)
+from phalanx.live.writes import bind, binding, patch_pod_status, patch_status, pod_condition
+
+__all__ = [
+    "EVENTS",
+    "EVENTS_V1",
+    "GANG_RESOURCES",
+    "LEASES",
+    "NAMESPACES",
+    "NODES",
+    "PODGROUPS",
+    "PODGROUPS_SIGS",
+    "PODS",
+    "PRIORITY_CLASSES",
+    "VOLCANO_PODGROUPS",
+    "VOLCANO_QUEUES",
+    "WORKLOADS",
+    "ApiError",
+    "Backoff",
+    "ClusterConfig",
+    "ConfigError",
+    "Informer",
+    "InformerStats",
+    "KubeClient",
+    "LiveError",
+    "ObjectList",
+    "PatchType",
+    "Resource",
+    "TransportError",
+    "WatchEvent",
+    "bind",
+    "binding",
+    "config_for_server",
+    "events",
+    "in_cluster_config",
+    "kubeconfig_config",
+    "label_selector",
+    "leases",
+    "load_config",
+    "object_key",
+    "patch_pod_status",
+    "patch_status",
+    "pod_condition",
+]

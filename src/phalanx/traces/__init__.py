@@ -10,8 +10,9 @@
   on 8-GPU nodes (:mod:`.philly`).
 - ``sia[:SET][,workload=K][,seed=S][,jobs=N]`` — Sia/Pollux workloads as gangs of 1-GPU replicas
   on Sia's 64-GPU cluster, with modelled durations (:mod:`.sia`).
-- ``synthetic[:jobs=N][,nodes=N][,gpus_per_node=G][,seed=S][,load=F][,share=F]`` — seeded gangs
-  calibrated to Philly and openb, no data needed (:mod:`.synthetic`).
+- ``synthetic[:jobs=N][,nodes=N][,gpus_per_node=G][,seed=S][,load=F][,share=F][,mix=philly|multi]
+  [,gpus_per_pod=G][,max_duration=SECONDS]`` — seeded gangs calibrated to Philly and openb, no
+  data needed (:mod:`.synthetic`).
 - ``tiresias[:nodes=N][,gpus_per_node=G]`` — Tiresias' 60-job sample (:mod:`.tiresias`).
 
 Data come from :func:`trace_root` (override with ``root=``). Every problem — unknown trace,
@@ -34,7 +35,7 @@ from phalanx.traces._options import Options, split_spec
 from phalanx.traces.openb import OPENB_VARIANTS, openb_nodes, openb_pods, openb_workload
 from phalanx.traces.philly import philly_workload
 from phalanx.traces.sia import SIA_SETS, sia_workload
-from phalanx.traces.synthetic import synthetic_workload
+from phalanx.traces.synthetic import DURATION_MAX, synthetic_workload
 from phalanx.traces.tiresias import tiresias_workload
 
 ENV_VAR = "PHALANX_TRACES"
@@ -110,7 +111,11 @@ def _sia(root: Path, o: Options) -> Workload:
 def _synthetic(_root: Path, o: Options) -> Workload:
     jobs, nodes, per_node = o.integer("jobs"), o.integer("nodes"), o.integer("gpus_per_node")
     seed, load_, share = o.integer("seed", minimum=0), o.number("load"), o.number("share", high=1)
+    per_pod, cap = o.integer("gpus_per_pod"), o.number("max_duration")
     return synthetic_workload(
+        mix=o.text("mix") or "philly",
+        gpus_per_pod=per_pod,
+        max_duration=DURATION_MAX if cap is None else cap,
         jobs=1000 if jobs is None else jobs,
         nodes=16 if nodes is None else nodes,
         gpus_per_node=8 if per_node is None else per_node,
@@ -142,7 +147,17 @@ _TRACES = {
     "philly": _Trace(("vc", "nodes", "jobs", "scale"), None, _philly),
     "sia": _Trace(("set", "workload", "seed", "jobs"), "set", _sia),
     "synthetic": _Trace(
-        ("jobs", "nodes", "gpus_per_node", "seed", "load", "share"),
+        (
+            "jobs",
+            "nodes",
+            "gpus_per_node",
+            "seed",
+            "load",
+            "share",
+            "mix",
+            "gpus_per_pod",
+            "max_duration",
+        ),
         None,
         _synthetic,
         needs_data=False,

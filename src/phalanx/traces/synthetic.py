@@ -33,6 +33,13 @@ Design. Job ``i`` (``i`` = 0 … ``jobs`` − 1) draws, from ``numpy.random.defa
   become lone GPU-sharing pods (no gang) asking a share of one GPU drawn from openb's
   ``gpu_milli`` of its 3078 sharing pods (table below, ``openb_pod_list_default.csv``). openb's own
   fraction is :data:`OPENB_SHARE_FRACTION` = 3078 / 6989 1-GPU pods = 0.440.
+- **Mix** (``mix``): ``philly`` draws every size above; ``multi`` only Philly's distributed
+  jobs (2 GPUs and more, 5,622 jobs, renormalised) — the jobs gang scheduling is for.
+- **Pod size** (``gpus_per_pod``, default ``gpus_per_node``): a job of ``G`` GPUs becomes pods
+  of at most this many GPUs; ``1`` makes one pod per GPU, as data-parallel training with one
+  worker per GPU does, so a gang spreads over nodes and gangs can interleave.
+- **Duration cap** (``max_duration``, seconds, default Philly's longest job): a shorter cap keeps
+  a demo's horizon short; the arrival rate accounts for it.
 - **Cluster**: ``nodes`` nodes of ``gpus_per_node`` GPUs with the assumed SKU of
   :mod:`phalanx.traces._gangs` (6 vCPU and 64 GiB per GPU); pods request the same per GPU
   (a sharing pod in proportion to its share).
@@ -100,9 +107,14 @@ NAMESPACE = "default"
 SOURCE = "synthetic"
 
 
-def size_table(capacity_gpus: int) -> tuple[np.ndarray, np.ndarray]:
+#: Gang-size mixes: all of Philly's jobs, or only its distributed (multi-GPU) ones.
+MIXES = ("philly", "multi")
+
+
+def size_table(capacity_gpus: int, mix: str = "philly") -> tuple[np.ndarray, np.ndarray]:
     """Gang sizes that fit ``capacity_gpus`` and their probabilities."""
-    sizes = [size for size in PHILLY_GPU_COUNTS if size <= capacity_gpus]
+    smallest = 2 if mix == "multi" else 1
+    sizes = [size for size in PHILLY_GPU_COUNTS if smallest <= size <= capacity_gpus]
     counts = np.array([PHILLY_GPU_COUNTS[size] for size in sizes], dtype=np.float64)
     return np.array(sizes, dtype=np.int64), counts / counts.sum()
 
@@ -111,16 +123,16 @@ def _normal_cdf(x: float) -> float:
     return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
-def mean_duration() -> float:
+def mean_duration(max_duration: float = DURATION_MAX) -> float:
     """The exact mean of the clipped lognormal duration, in seconds."""
     mu, sigma = DURATION_MU, DURATION_SIGMA
-    a, b = math.log(DURATION_MIN), math.log(DURATION_MAX)
+    a, b = math.log(DURATION_MIN), math.log(max_duration)
     below = _normal_cdf((a - mu) / sigma)
     above = 1.0 - _normal_cdf((b - mu) / sigma)
     inside = math.exp(mu + sigma**2 / 2) * (
         _normal_cdf((b - mu - sigma**2) / sigma) - _normal_cdf((a - mu - sigma**2) / sigma)
     )
-    return DURATION_MIN * below + inside + DURATION_MAX * above
+    return DURATION_MIN * below + inside + max_duration * above
 
 
 def mean_share() -> float:
@@ -129,22 +141,33 @@ def mean_share() -> float:
     return sum(milli * n for milli, n in OPENB_SHARE_MILLI.items()) / total / 1000
 
 
-def mean_gpus(capacity_gpus: int, share: float = 0.0) -> float:
+def mean_gpus(capacity_gpus: int, share: float = 0.0, mix: str = "philly") -> float:
     """Mean GPUs a job requests, sharing pods counted by their share."""
-    sizes, probs = size_table(capacity_gpus)
+    sizes, probs = size_table(capacity_gpus, mix)
     mean = float((sizes * probs).sum())
     p_one = float(probs[sizes == 1].sum())
     return mean - p_one * share * (1.0 - mean_share())
 
 
-def mean_gpu_seconds(capacity_gpus: int, share: float = 0.0) -> float:
+def mean_gpu_seconds(
+    capacity_gpus: int,
+    share: float = 0.0,
+    mix: str = "philly",
+    max_duration: float = DURATION_MAX,
+) -> float:
     """E[GPUs × duration] of a job (sizes and durations independent)."""
-    return mean_gpus(capacity_gpus, share) * mean_duration()
+    return mean_gpus(capacity_gpus, share, mix) * mean_duration(max_duration)
 
 
-def arrival_rate(load: float, capacity_gpus: int, share: float = 0.0) -> float:
+def arrival_rate(
+    load: float,
+    capacity_gpus: int,
+    share: float = 0.0,
+    mix: str = "philly",
+    max_duration: float = DURATION_MAX,
+) -> float:
     """Jobs per second that offer ``load`` × the cluster's GPU-time."""
-    return load * capacity_gpus / mean_gpu_seconds(capacity_gpus, share)
+    return load * capacity_gpus / mean_gpu_seconds(capacity_gpus, share, mix, max_duration)
 
 
 def synthetic_workload(
@@ -155,8 +178,24 @@ def synthetic_workload(
     seed: int = 0,
     load: float = 0.9,
     share: float = 0.0,
+    mix: str = "philly",
+    gpus_per_pod: int | None = None,
+    max_duration: float = DURATION_MAX,
 ) -> Workload:
     """The synthetic workload (see the module docstring)."""
+    if mix not in MIXES:
+        raise InputError(
+            f"must be one of {', '.join(MIXES)}, not {mix!r}", source=SOURCE, field="mix"
+        )
+    per_pod = gpus_per_node if gpus_per_pod is None else gpus_per_pod
+    if not 1 <= per_pod <= gpus_per_node:
+        raise InputError(
+            f"must be in 1..gpus_per_node, not {per_pod}", source=SOURCE, field="gpus_per_pod"
+        )
+    if not max_duration >= DURATION_MIN:
+        raise InputError(
+            f"must be at least 1 s, not {max_duration}", source=SOURCE, field="max_duration"
+        )
     for name, value in (("jobs", jobs), ("nodes", nodes), ("gpus_per_node", gpus_per_node)):
         if value < 1:
             raise InputError(f"must be at least 1, not {value}", source=SOURCE, field=name)
@@ -166,11 +205,12 @@ def synthetic_workload(
         raise InputError(f"must be in 0..1, not {share}", source=SOURCE, field="share")
     capacity = nodes * gpus_per_node
     rng = np.random.default_rng(seed)
-    sizes, probs = size_table(capacity)
+    sizes, probs = size_table(capacity, mix)
     gpus = rng.choice(sizes, size=jobs, p=probs)
     log_durations = rng.normal(DURATION_MU, DURATION_SIGMA, size=jobs)
-    durations = np.rint(np.clip(np.exp(log_durations), DURATION_MIN, DURATION_MAX))
-    gaps = rng.exponential(1.0 / arrival_rate(load, capacity, share), size=jobs)
+    durations = np.rint(np.clip(np.exp(log_durations), DURATION_MIN, max_duration))
+    rate = arrival_rate(load, capacity, share, mix, max_duration)
+    gaps = rng.exponential(1.0 / rate, size=jobs)
     arrivals = np.concatenate(([0.0], np.cumsum(gaps[:-1])))
     shared = rng.random(jobs) < share
     milli_values = np.array(list(OPENB_SHARE_MILLI), dtype=np.int64)
@@ -180,7 +220,7 @@ def synthetic_workload(
     items: list[Item] = node_items(
         homogeneous_nodes("synthetic-node", nodes, gpus_per_node), SOURCE
     )
-    maker = GangMaker(gpus_per_node, SOURCE)
+    maker = GangMaker(per_pod, SOURCE)
     with paused_gc():
         columns = (gpus, durations, arrivals, shared, millis)
         rows = zip(*(column.tolist() for column in columns), strict=True)
