@@ -54,6 +54,8 @@ METRICS: tuple[str, ...] = (
     "deadlocked",
     "timed_out",
     "completed",
+    "frag_ratio",
+    "attempts",
 )
 
 COLUMNS: tuple[Column, ...] = (
@@ -89,6 +91,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("idle_cost", "IDLE COST", "dollars", "lower", "idle GPU-hours × price"),
     Column("deadlocked", "DEADLOCKED", "count", "lower", "gangs holding GPUs that can never start"),
     Column("timed_out", "TIMED OUT", "count", "lower", "gangs past scheduleTimeoutSeconds"),
+    Column(
+        "frag_ratio",
+        "FRAG",
+        "percent",
+        "lower",
+        "time-weighted FGD fragmentation: idle GPU the workload's own pod shapes cannot use",
+    ),
+    Column("attempts", "ATTEMPTS", "count", None, "placement attempts of gangs or pods"),
 )
 
 
@@ -149,4 +159,6 @@ def summarize(result: Mapping[str, Any]) -> dict[str, Value]:
         "deadlocked": int(result.get("deadlocked", 0)),
         "timed_out": int(result.get("timed_out", 0)),
         "completed": int(result.get("completed", 0)),
+        "frag_ratio": time_average(result.get("fragmentation", []), end),
+        "attempts": int(result.get("scheduling_attempts", 0)),
     }

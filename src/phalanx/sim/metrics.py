@@ -116,6 +116,7 @@ class SimResult:
     gpu_allocation: list[tuple[float, float]]
     gpu_running: list[tuple[float, float]] = field(default_factory=list)
     queue_length: list[tuple[float, float]] = field(default_factory=list)
+    fragmentation: list[tuple[float, float]] = field(default_factory=list)  # FGD ratio, %
     rejected: list[str] = field(default_factory=list)
     attempts: int = 0
     cycles: int = 0
@@ -144,6 +145,7 @@ class SimResult:
             "gpu_allocation": [[t, gpus] for t, gpus in self.gpu_allocation],
             "gpu_running": [[t, gpus] for t, gpus in self.gpu_running],
             "queue_length": [[t, n] for t, n in self.queue_length],
+            "fragmentation": [[t, ratio] for t, ratio in self.fragmentation],
             "timed_out": sum(gang.timed_out for gang in self.gangs),
             "rejected_pods": self.rejected,
             "scheduling_attempts": self.attempts,

@@ -25,6 +25,7 @@ from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.policies import Scheduler, get_policy
 from phalanx.sim.controller import JobController
 from phalanx.sim.events import Event, EventQueue, Kind
+from phalanx.sim.fragmentation import FragMeter
 from phalanx.sim.metrics import (
     DEFAULT_GPU_HOUR_PRICE,
     GangRecord,
@@ -67,6 +68,7 @@ class Simulation:
         self.jobs = JobController(self._create_pod)
         self.queue = EventQueue()
         self.meter = GpuMeter()
+        self.frag = FragMeter(workload)
         self.now = 0.0
         self.records: dict[str, GangRecord] = {}
         self.waiting_count = 0
@@ -96,6 +98,7 @@ class Simulation:
                 changed |= self._handle(self.queue.pop())
             if changed:
                 self._cycle()
+            self.frag.sample(now, self.state.table)
         if not self.queue.has_progress():
             self._detect_deadlocks()
         self._advance(self.now if until is None else until)
@@ -333,6 +336,7 @@ class Simulation:
             gpu_allocation=self.meter.allocated.points,
             gpu_running=self.meter.running.points,
             queue_length=self.queue_length.points,
+            fragmentation=self.frag.ratio.points,
             rejected=self.rejected,
             attempts=self.attempts,
             cycles=self.cycles,
