@@ -183,3 +183,9 @@ def test_installed_entry_point_prints_no_traceback(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_packing_is_wired_into_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["packing", "openb:nope", "--policy", "fgd"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("phalanx: error: ") and "nope" in err and err.count("\n") == 1

@@ -17,6 +17,8 @@ from phalanx.api.durations import format_duration, parse_duration
 from phalanx.api.errors import InputError
 from phalanx.cli.demo import demo_table, run_demo
 from phalanx.cli.output import run_json, run_table, table
+from phalanx.cli.packing import add_parser as add_packing_parser
+from phalanx.cli.packing import packing_command
 from phalanx.compare import (
     COLUMNS,
     comparison_json,
@@ -90,6 +92,7 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--progress", action="store_true", help="show progress on stderr even when not a terminal"
     )
+    add_packing_parser(commands)
     return root
 
 
@@ -155,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return simulate_command(args, sys.stdout)
         if args.command == "compare":
             return compare_command(args, sys.stdout)
+        if args.command == "packing":
+            return packing_command(args, sys.stdout)
     except InputError as err:
         print(f"phalanx: error: {err.line()}", file=sys.stderr)
         return 2

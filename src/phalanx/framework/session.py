@@ -185,7 +185,9 @@ class Session:
                 f"waited {self.now - gang.created:g}s > scheduleTimeoutSeconds {timeout:g}; "
                 + message
             )
-            delay = min(self.config.backoff_max, self.config.backoff_base * 2 ** min(gang.failures, 16))
+            delay = min(
+                self.config.backoff_max, self.config.backoff_base * 2 ** min(gang.failures, 16)
+            )
             gang.failures += 1
             gang.backoff_until = self.now + delay
             self.result.retry_at[gang.ident] = gang.backoff_until
