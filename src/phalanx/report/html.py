@@ -25,9 +25,9 @@ h1 { font-size: 22px; margin: 0 0 4px; }
 h1 code { font-size: 20px; background: #f3f3f3; padding: 1px 6px; border-radius: 4px; }
 h2 { font-size: 16px; margin: 28px 0 6px; }
 p.meta, p.note { color: #555; margin: 4px 0; font-size: 13px; }
-table.metrics { border-collapse: collapse; font-size: 13px; margin-top: 8px;
+table.metrics { border-collapse: collapse; font-size: 12px; margin-top: 8px;
   font-variant-numeric: tabular-nums; }
-table.metrics th, table.metrics td { padding: 6px 9px; border-bottom: 1px solid #e3e3e3;
+table.metrics th, table.metrics td { padding: 5px 4px; border-bottom: 1px solid #e3e3e3;
   text-align: right; white-space: nowrap; }
 table.metrics th { background: #f6f6f6; font-weight: 600; font-size: 12px; cursor: help; }
 table.metrics th:first-child, table.metrics td:first-child { text-align: left; }
