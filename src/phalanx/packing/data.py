@@ -21,12 +21,12 @@ else the first ``shared/traces`` found walking up from this package. Missing dat
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from phalanx import traces
 from phalanx.api.errors import InputError
 from phalanx.api.specs import NodeSpec, Placement, PodSpec, Requirement, SelectorTerm
 from phalanx.plugins.fgd import GPU_MODEL_LABEL, TaskType, task_type
@@ -55,25 +55,15 @@ VARIANTS = (
 
 
 def trace_root(root: Path | None = None) -> Path:
-    """The shared traces folder (see the module docstring)."""
+    """The shared traces folder: ``root``, else :func:`phalanx.traces.trace_root` (which reads
+    ``$PHALANX_TRACES`` and looks for ``shared/traces`` beside the repository); an InputError
+    naming where it looked when there is none."""
     if root is not None:
         return Path(root)
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return Path(env)
-    tried: list[Path] = [Path.cwd().parent / "shared" / "traces"]
-    if tried[0].is_dir():
-        return tried[0]
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "traces"
-        if candidate.is_dir():
-            return candidate
-        tried.append(candidate)
-    raise InputError(
-        f"no trace folder: set {ENV_VAR} or provide {tried[0]} (looked in "
-        f"{', '.join(str(p) for p in tried[:3])}, ...)",
-        field=ENV_VAR,
-    )
+    found = traces.trace_root()
+    if not found.is_dir():
+        raise InputError(f"no trace folder at {found}: set {ENV_VAR}", field=ENV_VAR)
+    return found
 
 
 def data_file(root: Path, relative: str) -> Path:
