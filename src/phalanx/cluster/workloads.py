@@ -152,8 +152,5 @@ class GangInfo:
         """At least ``min_member`` placed, and every role minimum met."""
         return self.placed >= self.min_member and self.roles_ready(self.placed_by_role)
 
-    def pipelined_ready(self) -> bool:
-        return self.placed + self.pipelined >= self.min_member
-
     def holding(self) -> bool:
         return any(pod.status in HOLDING for pod in self.members)

@@ -19,10 +19,6 @@ class Unit:
     created: float
     seq: int  # arrival order of its first pod, for deterministic ties
 
-    @property
-    def key(self) -> str:
-        return self.gang.key if len(self.pods) != 1 or not self.gang.implicit else self.pods[0].key
-
     @classmethod
     def of_gang(cls, gang: GangInfo, pods: list[PodInfo]) -> Unit:
         first = min(pod.seq for pod in pods)
