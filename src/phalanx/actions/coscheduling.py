@@ -111,7 +111,6 @@ class Coscheduling:
         if pod.backoff_until > session.now:
             session.result.wake_at.append(float(math.ceil(pod.backoff_until)))
             return False
-        pod.attempted = session.state.version
         return True
 
     def _pre_filter(self, session: Session, pod: PodInfo) -> bool:

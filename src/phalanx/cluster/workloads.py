@@ -49,7 +49,6 @@ class PodInfo:
     invalid: str | None = None  # why this pod can never be placed (bad input)
     backoff_until: float = 0.0  # per-pod backoff (pod-at-a-time baselines)
     failures: int = 0
-    attempted: int = -1  # cluster version at its last placement attempt
     blocked_at: int = -1  # ``ClusterState.freed`` when it last found no node (-1: not blocked)
 
     @property
