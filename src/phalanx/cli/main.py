@@ -16,6 +16,8 @@ from phalanx import __version__
 from phalanx.api.durations import format_duration, parse_duration
 from phalanx.api.errors import InputError
 from phalanx.cli.demo import demo_table, run_demo
+from phalanx.cli.install import add_parser as add_install_parser
+from phalanx.cli.install import manifests_command
 from phalanx.cli.output import run_json, run_table, table
 from phalanx.cli.packing import add_parser as add_packing_parser
 from phalanx.cli.packing import packing_command
@@ -93,6 +95,7 @@ def parser() -> argparse.ArgumentParser:
         "--progress", action="store_true", help="show progress on stderr even when not a terminal"
     )
     add_packing_parser(commands)
+    add_install_parser(commands)
     return root
 
 
@@ -160,9 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return compare_command(args, sys.stdout)
         if args.command == "packing":
             return packing_command(args, sys.stdout)
+        if args.command == "manifests":
+            return manifests_command(args, sys.stdout)
     except InputError as err:
         print(f"phalanx: error: {err.line()}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
+        sys.stderr.close()
+        return 0
     except OSError as err:
         print(f"phalanx: error: {err.filename or ''}: {err.strerror}", file=sys.stderr)
         return 2

@@ -1,0 +1,50 @@
+"""``phalanx manifests``: print the install manifests for ``phalanx serve`` as multi-document YAML.
+
+Usage: ``phalanx manifests [--namespace NS] [--image IMAGE] [--scheduler-name NAME] |
+kubectl apply -f -``. The objects come from :func:`phalanx.live.manifests.install_manifests`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import IO
+
+import yaml
+
+from phalanx.live.manifests import (
+    DEFAULT_IMAGE,
+    DEFAULT_NAMESPACE,
+    DEFAULT_SCHEDULER_NAME,
+    install_manifests,
+)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "manifests",
+        help="print the Kubernetes manifests that install phalanx serve",
+        description=(
+            "Print the PodGroup CRD, Namespace, ServiceAccount, least-privilege RBAC, metrics "
+            "Service and Deployment of the phalanx scheduler as multi-document YAML, e.g. "
+            "phalanx manifests | kubectl apply -f -"
+        ),
+    )
+    parser.add_argument(
+        "--namespace", default=DEFAULT_NAMESPACE, help="namespace to run in (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--image", default=DEFAULT_IMAGE, help="container image (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        default=DEFAULT_SCHEDULER_NAME,
+        help="the schedulerName pods ask for (default: %(default)s)",
+    )
+
+
+def manifests_command(args: argparse.Namespace, out: IO[str]) -> int:
+    docs = install_manifests(
+        namespace=args.namespace, image=args.image, scheduler_name=args.scheduler_name
+    )
+    yaml.safe_dump_all(docs, out, sort_keys=False, default_flow_style=False)
+    return 0
