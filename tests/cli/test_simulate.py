@@ -189,3 +189,11 @@ def test_packing_is_wired_into_the_cli(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["packing", "openb:nope", "--policy", "fgd"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("phalanx: error: ") and "nope" in err and err.count("\n") == 1
+
+
+def test_serve_with_a_missing_kubeconfig_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--kubeconfig", str(tmp_path / "absent")]) == 2
+    err = capsys.readouterr().err
+    assert "absent" in err and err.count("\n") == 1 and "Traceback" not in err

@@ -21,6 +21,8 @@ from phalanx.cli.install import manifests_command
 from phalanx.cli.output import run_json, run_table, table
 from phalanx.cli.packing import add_parser as add_packing_parser
 from phalanx.cli.packing import packing_command
+from phalanx.cli.serve import add_parser as add_serve_parser
+from phalanx.cli.serve import serve_command
 from phalanx.compare import (
     COLUMNS,
     comparison_json,
@@ -96,6 +98,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_packing_parser(commands)
     add_install_parser(commands)
+    add_serve_parser(commands)
     return root
 
 
@@ -165,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return packing_command(args, sys.stdout)
         if args.command == "manifests":
             return manifests_command(args, sys.stdout)
+        if args.command == "serve":
+            return serve_command(args)
     except InputError as err:
         print(f"phalanx: error: {err.line()}", file=sys.stderr)
         return 2

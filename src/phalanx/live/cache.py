@@ -1,0 +1,214 @@
+"""The live scheduler's view of the cluster: a :class:`ClusterState` built from informer stores.
+
+Design (first slice): :meth:`ClusterCache.build` rebuilds the whole state **from scratch at the
+start of every cycle** from the stores of the Node, Pod, PodGroup (``scheduling.x-k8s.io``) and
+PriorityClass informers. That costs O(objects) per cycle — fine for hundreds of nodes and a
+few thousand pods, and trivially correct: the state can never drift from the API server.
+Incremental updates driven by the informers' events (and keeping per-gang engine state such as
+``scheduleTimeoutSeconds`` backoff across cycles; today a gang's ``created`` is the cycle time)
+are future work.
+
+Rules:
+
+- A pod with ``spec.nodeName`` set — bound by anyone, whatever its ``schedulerName`` — that has
+  not Succeeded or Failed holds its node's resources: it is added and bound on that node.
+- A pending pod (no ``nodeName``, not being deleted) whose ``schedulerName`` is ours is a
+  candidate. Pending pods of other schedulers are left out: they hold nothing.
+- **Assume cache**: a pod this scheduler bound whose watch event has not arrived yet is treated
+  as bound on the assumed node, so nothing is double-booked between cycles. An assumption is
+  dropped when the informer shows the pod bound (to any node) or gone (or re-created: another
+  uid). Assumptions never expire by time: the bind succeeded, so the event will come.
+- An object that fails conversion (:class:`InputError`) is skipped with a warning, logged once
+  per object version; one bad object never stops the others. Pods of a PodGroup that failed
+  conversion wait as members of a missing PodGroup.
+- The :class:`ResourceIndex` covers every resource name any node offers or any pod requests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.api.errors import InputError
+from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
+from phalanx.cluster.resources import ResourceIndex
+from phalanx.cluster.state import ClusterState
+from phalanx.k8s import (
+    PriorityTable,
+    gang_from_dict,
+    node_from_dict,
+    pod_from_dict,
+    priority_class_from_dict,
+)
+
+logger = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+FINISHED_PHASES = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Assumption:
+    uid: str
+    node: str
+    at: float
+
+
+@dataclass
+class Snapshot:
+    """One cycle's state plus what the loop needs to act on its decisions."""
+
+    state: ClusterState
+    #: pod key → the pod's dict as the informer last saw it (candidates and bound alike).
+    pods: dict[str, Obj] = field(default_factory=dict)
+    #: pod keys treated as bound only because of an assumption.
+    assumed: set[str] = field(default_factory=set)
+
+    def uid(self, key: str) -> str | None:
+        meta = self.pods.get(key, {}).get("metadata") or {}
+        uid = meta.get("uid")
+        return str(uid) if uid else None
+
+
+def _meta(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _spec(obj: Obj) -> Obj:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _key(obj: Obj) -> str:
+    meta = _meta(obj)
+    namespace = meta.get("namespace")
+    name = str(meta.get("name") or "")
+    return f"{namespace}/{name}" if namespace else name
+
+
+class ClusterCache:
+    """Builds per-cycle snapshots and keeps the assume cache between cycles."""
+
+    def __init__(self, scheduler_name: str = "phalanx") -> None:
+        self.scheduler_name = scheduler_name
+        self.assumed: dict[str, Assumption] = {}
+        #: (kind, key, resourceVersion) of objects already warned about.
+        self._warned: set[tuple[str, str, str]] = set()
+        #: kind/key → why the object was skipped in the last build.
+        self.rejected: dict[str, str] = {}
+
+    # -- assume cache ------------------------------------------------------------------------
+    def assume(self, key: str, uid: str, node: str, now: float) -> None:
+        self.assumed[key] = Assumption(uid, node, now)
+
+    def forget(self, key: str) -> None:
+        self.assumed.pop(key, None)
+
+    # -- conversion ----------------------------------------------------------------------------
+    def _skip(self, kind: str, obj: Obj, exc: InputError) -> None:
+        key = _key(obj)
+        self.rejected[f"{kind}/{key}"] = exc.line()
+        marker = (kind, key, str(_meta(obj).get("resourceVersion") or ""))
+        if marker not in self._warned:
+            self._warned.add(marker)
+            logger.warning("skipping %s %s: %s", kind, key, exc.line())
+
+    def _priorities(self, classes: Iterable[Obj]) -> PriorityTable:
+        table = PriorityTable()
+        for obj in classes:
+            try:
+                table.add(priority_class_from_dict(obj))
+            except InputError as exc:
+                self._skip("PriorityClass", obj, exc)
+        return table
+
+    # -- the snapshot ------------------------------------------------------------------------
+    def build(
+        self,
+        *,
+        nodes: Iterable[Obj],
+        pods: Iterable[Obj],
+        podgroups: Iterable[Obj] = (),
+        priority_classes: Iterable[Obj] = (),
+        now: float,
+    ) -> Snapshot:
+        """A fresh state from the stores' current objects (O(objects); see the module doc)."""
+        self.rejected = {}
+        table = self._priorities(priority_classes)
+
+        node_specs: list[NodeSpec] = []
+        for obj in nodes:
+            try:
+                node_specs.append(node_from_dict(obj))
+            except InputError as exc:
+                self._skip("Node", obj, exc)
+
+        gang_specs: list[GangSpec] = []
+        for obj in podgroups:
+            try:
+                gang_specs.append(gang_from_dict(obj, table))
+            except InputError as exc:
+                self._skip("PodGroup", obj, exc)
+
+        bound: list[tuple[PodSpec, str, Obj]] = []
+        pending: list[tuple[PodSpec, Obj]] = []
+        assumed: set[str] = set()
+        seen: set[str] = set()
+        for obj in pods:
+            key = _key(obj)
+            seen.add(key)
+            node_name = str(_spec(obj).get("nodeName") or "")
+            assumption = self.assumed.get(key)
+            if assumption is not None and (
+                node_name or str(_meta(obj).get("uid") or "") != assumption.uid
+            ):
+                self.forget(key)  # the informer caught up (or the pod was re-created)
+                assumption = None
+            phase = (obj.get("status") or {}).get("phase")
+            if phase in FINISHED_PHASES:
+                continue
+            if not node_name and assumption is None:
+                if _meta(obj).get("deletionTimestamp"):
+                    continue
+                if str(_spec(obj).get("schedulerName") or "") != self.scheduler_name:
+                    continue  # another scheduler's pending pod holds nothing
+            try:
+                spec = pod_from_dict(obj, table)
+            except InputError as exc:
+                self._skip("Pod", obj, exc)
+                continue
+            if node_name:
+                bound.append((spec, node_name, obj))
+            elif assumption is not None:
+                bound.append((spec, assumption.node, obj))
+                assumed.add(key)
+            else:
+                pending.append((spec, obj))
+        for key in [k for k in self.assumed if k not in seen]:
+            self.forget(key)  # the pod is gone
+
+        names: set[str] = set()
+        for node_spec in node_specs:
+            names.update(node_spec.allocatable)
+        for pod_spec in [b[0] for b in bound] + [p[0] for p in pending]:
+            names.update(pod_spec.requests)
+        state = ClusterState(node_specs, ResourceIndex(names))
+        snapshot = Snapshot(state, assumed=assumed)
+        for gang in gang_specs:
+            state.add_gang(gang, now)
+        position = {name: i for i, name in enumerate(state.table.names)}
+        for spec, node_name, obj in bound:
+            where = position.get(node_name)
+            if where is None:
+                continue  # bound to a node we do not know (gone, or not converted)
+            pod = state.add_pod(spec, now)
+            state.bind(pod, where, now)
+            snapshot.pods[spec.key] = obj
+        for spec, obj in pending:
+            state.add_pod(spec, now)
+            snapshot.pods[spec.key] = obj
+        return snapshot
