@@ -74,7 +74,7 @@ async def serve(args: argparse.Namespace) -> None:
             loop.remove_signal_handler(sig)
 
 
-def serve_command(args: argparse.Namespace, err: IO[str] = sys.stderr) -> int:
+def serve_command(args: argparse.Namespace, err: IO[str] | None = None) -> int:
     if not logging.getLogger().handlers:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -82,6 +82,6 @@ def serve_command(args: argparse.Namespace, err: IO[str] = sys.stderr) -> int:
     try:
         asyncio.run(serve(args))
     except LiveError as exc:
-        print(f"phalanx: error: {exc}", file=err)
+        print(f"phalanx: error: {exc}", file=err or sys.stderr)
         return 2
     return 0
