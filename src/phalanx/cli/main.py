@@ -16,6 +16,8 @@ from phalanx import __version__
 from phalanx.api.durations import format_duration, parse_duration
 from phalanx.api.errors import InputError
 from phalanx.cli.demo import demo_table, run_demo
+from phalanx.cli.explain import add_parser as add_explain_parser
+from phalanx.cli.explain import explain_command
 from phalanx.cli.install import add_parser as add_install_parser
 from phalanx.cli.install import manifests_command
 from phalanx.cli.output import run_json, run_table, table
@@ -99,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
     add_packing_parser(commands)
     add_install_parser(commands)
     add_serve_parser(commands)
+    add_explain_parser(commands)
     return root
 
 
@@ -170,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return manifests_command(args, sys.stdout)
         if args.command == "serve":
             return serve_command(args)
+        if args.command == "explain":
+            return explain_command(args)
     except InputError as err:
         print(f"phalanx: error: {err.line()}", file=sys.stderr)
         return 2

@@ -23,10 +23,21 @@ from phalanx.k8s.objects import (
 )
 from phalanx.k8s.pods import pod_from_dict
 from phalanx.k8s.priority import PriorityTable, priority_class_from_dict
+from phalanx.k8s.workloads import (
+    WORKLOAD_GROUP,
+    WorkloadRef,
+    WorkloadSpec,
+    workload_from_dict,
+    workload_gang_name,
+    workload_ref,
+)
 
 __all__ = [
     "SUPPORTED_KINDS",
+    "WORKLOAD_GROUP",
     "PriorityTable",
+    "WorkloadRef",
+    "WorkloadSpec",
     "gang_from_dict",
     "job_from_dict",
     "load_documents",
@@ -39,4 +50,7 @@ __all__ = [
     "read_documents",
     "spec_from_dict",
     "timing_from_dict",
+    "workload_from_dict",
+    "workload_gang_name",
+    "workload_ref",
 ]

@@ -52,8 +52,11 @@ from phalanx.k8s.meta import (
 )
 from phalanx.k8s.placement import placement_from
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.workloads import WORKLOAD_GROUP, workload_ref
 
 #: How a pod names its gang, first match wins: (metadata map, key, API group of the PodGroup).
+#: A pod with none of these joins the gang of its ``spec.workloadRef`` (see
+#: :mod:`phalanx.k8s.workloads`; a ``basic`` pod group's pods are ungrouped by the caller).
 GANG_KEYS: tuple[tuple[str, str, str], ...] = (
     ("labels", "scheduling.x-k8s.io/pod-group", "scheduling.x-k8s.io"),
     ("labels", "pod-group.scheduling.sigs.k8s.io", "scheduling.sigs.k8s.io"),
@@ -76,7 +79,9 @@ def gang_ref(labels: Mapping[str, str], annotations: Mapping[str, str]) -> GangR
 
 
 def gang_field(api: str) -> str:
-    """The metadata field that carries a gang reference of ``api`` (for error messages)."""
+    """The field that carries a gang reference of ``api`` (for error messages)."""
+    if api == WORKLOAD_GROUP:
+        return "spec.workloadRef"
     for where, key, key_api in GANG_KEYS:
         if key_api == api:
             return child(f"metadata.{where}", key)
@@ -177,6 +182,10 @@ def convert_pod(
     labels = labels_of(pod)
     annotations = annotations_of(pod)
     spec = get_mapping(pod, "spec", "")
+    gang = gang_ref(labels, annotations)
+    ref = workload_ref(spec, "spec")
+    if gang is None and ref is not None:
+        gang = GangRef(name=ref.gang_name, api=WORKLOAD_GROUP)
     return PodSpec(
         namespace=namespace_of(pod, namespace),
         name=pod_name,
@@ -184,7 +193,7 @@ def convert_pod(
         placement=placement_from(spec, "spec"),
         priority=pod_priority(spec, "spec", priorities),
         scheduler_name=get_str(spec, "schedulerName", "spec"),
-        gang=gang_ref(labels, annotations),
+        gang=gang,
         role=role_of(labels, annotations),
         owner=owner,
         labels=labels,

@@ -1,8 +1,10 @@
 """The live scheduler's view of the cluster: a :class:`ClusterState` built from informer stores.
 
 Design (first slice): :meth:`ClusterCache.build` rebuilds the whole state **from scratch at the
-start of every cycle** from the stores of the Node, Pod, PodGroup (``scheduling.x-k8s.io``) and
-PriorityClass informers. That costs O(objects) per cycle — fine for hundreds of nodes and a
+start of every cycle** from the stores of the Node, Pod, PriorityClass and gang informers:
+PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``,
+and ``scheduling.k8s.io/v1alpha1`` Workloads (a CRD or API missing from the cluster is simply an
+empty store). That costs O(objects) per cycle — fine for hundreds of nodes and a
 few thousand pods, and trivially correct: the state can never drift from the API server.
 Incremental updates driven by the informers' events (and keeping per-gang engine state such as
 ``scheduleTimeoutSeconds`` backoff across cycles; today a gang's ``created`` is the cycle time)
@@ -21,11 +23,16 @@ Rules:
 - An object that fails conversion (:class:`InputError`) is skipped with a warning, logged once
   per object version; one bad object never stops the others. Pods of a PodGroup that failed
   conversion wait as members of a missing PodGroup.
+- Workloads: every (podGroup, replica key) that a pending or bound pod's ``spec.workloadRef``
+  names becomes a gang ``WORKLOAD-PODGROUP[-REPLICAKEY]`` of ``minCount``; pods of a ``basic``
+  pod group are scheduled one by one; pods of a missing Workload (or of a pod group the
+  Workload does not list) wait as members of a missing gang, like kube-scheduler's PreEnqueue.
 - The :class:`ResourceIndex` covers every resource name any node offers or any pod requests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,11 +43,15 @@ from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.k8s import (
+    WORKLOAD_GROUP,
     PriorityTable,
+    WorkloadSpec,
     gang_from_dict,
     node_from_dict,
     pod_from_dict,
     priority_class_from_dict,
+    workload_from_dict,
+    workload_ref,
 )
 
 logger = logging.getLogger(__name__)
@@ -126,6 +137,24 @@ class ClusterCache:
                 self._skip("PriorityClass", obj, exc)
         return table
 
+    @staticmethod
+    def _join_workload(
+        spec: PodSpec,
+        obj: Obj,
+        workloads: dict[str, WorkloadSpec],
+        gangs: dict[str, GangSpec],
+    ) -> PodSpec:
+        """Create the gang of the pod's ``workloadRef`` (or ungroup a ``basic`` pod group's pod)."""
+        ref = workload_ref(_spec(obj))  # pod_from_dict already validated it
+        workload = workloads.get(f"{spec.namespace}/{ref.name}") if ref else None
+        if ref is None or workload is None or ref.pod_group not in workload.pod_groups:
+            return spec  # waits for a missing gang
+        gang = workload.gang(ref.pod_group, ref.replica_key)
+        if gang is None:
+            return dataclasses.replace(spec, gang=None)  # basic: scheduled pod by pod
+        gangs.setdefault(gang.key, gang)
+        return spec
+
     # -- the snapshot ------------------------------------------------------------------------
     def build(
         self,
@@ -134,9 +163,16 @@ class ClusterCache:
         pods: Iterable[Obj],
         podgroups: Iterable[Obj] = (),
         priority_classes: Iterable[Obj] = (),
+        podgroups_sigs: Iterable[Obj] = (),
+        volcano_podgroups: Iterable[Obj] = (),
+        workloads: Iterable[Obj] = (),
         now: float,
     ) -> Snapshot:
-        """A fresh state from the stores' current objects (O(objects); see the module doc)."""
+        """A fresh state from the stores' current objects (O(objects); see the module doc).
+
+        Each PodGroup store may hold any of the three PodGroup API groups (the converter reads
+        ``apiVersion``); ``workloads`` holds ``scheduling.k8s.io`` Workloads.
+        """
         self.rejected = {}
         table = self._priorities(priority_classes)
 
@@ -147,12 +183,23 @@ class ClusterCache:
             except InputError as exc:
                 self._skip("Node", obj, exc)
 
-        gang_specs: list[GangSpec] = []
-        for obj in podgroups:
+        gang_specs: dict[str, GangSpec] = {}
+        for store in (podgroups, podgroups_sigs, volcano_podgroups):
+            for obj in store:
+                try:
+                    gang = gang_from_dict(obj, table)
+                except InputError as exc:
+                    self._skip("PodGroup", obj, exc)
+                    continue
+                gang_specs.setdefault(gang.key, gang)
+        workload_specs: dict[str, WorkloadSpec] = {}
+        for obj in workloads:
             try:
-                gang_specs.append(gang_from_dict(obj, table))
+                workload = workload_from_dict(obj)
             except InputError as exc:
-                self._skip("PodGroup", obj, exc)
+                self._skip("Workload", obj, exc)
+                continue
+            workload_specs[workload.key] = workload
 
         bound: list[tuple[PodSpec, str, Obj]] = []
         pending: list[tuple[PodSpec, Obj]] = []
@@ -181,6 +228,8 @@ class ClusterCache:
             except InputError as exc:
                 self._skip("Pod", obj, exc)
                 continue
+            if spec.gang is not None and spec.gang.api == WORKLOAD_GROUP:
+                spec = self._join_workload(spec, obj, workload_specs, gang_specs)
             if node_name:
                 bound.append((spec, node_name, obj))
             elif assumption is not None:
@@ -198,7 +247,7 @@ class ClusterCache:
             names.update(pod_spec.requests)
         state = ClusterState(node_specs, ResourceIndex(names))
         snapshot = Snapshot(state, assumed=assumed)
-        for gang in gang_specs:
+        for gang in gang_specs.values():
             state.add_gang(gang, now)
         position = {name: i for i, name in enumerate(state.table.names)}
         for spec, node_name, obj in bound:

@@ -1,0 +1,164 @@
+"""Kubernetes 1.35 alpha ``scheduling.k8s.io/v1alpha1`` Workload → gangs.
+
+A Workload lists up to 8 ``spec.podGroups[{name, policy{gang{minCount}} | basic{}}]``; a pod
+joins one through ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``. Each (podGroup,
+replica key) pair that pods actually reference is an independent gang of ``minCount`` pods
+(same podGroup + different replica key = different gangs). A ``basic`` pod group is plain
+grouping: its pods are scheduled one by one, so it yields no gang.
+
+The gang's name is derived deterministically: ``WORKLOAD-PODGROUP`` or
+``WORKLOAD-PODGROUP-REPLICAKEY`` (:func:`workload_gang_name`); its API is ``scheduling.k8s.io``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from phalanx.api.specs import GangSpec
+from phalanx.k8s.fields import (
+    Obj,
+    as_mapping,
+    as_str,
+    check_int,
+    child,
+    fail,
+    get_list,
+    get_mapping,
+    get_str,
+)
+from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
+
+WORKLOAD_GROUP = "scheduling.k8s.io"
+WORKLOAD_API_VERSIONS = ("scheduling.k8s.io/v1alpha1",)
+MAX_POD_GROUPS = 8
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_REPLICA_KEY = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRef:
+    """A pod's ``spec.workloadRef``."""
+
+    name: str
+    pod_group: str
+    replica_key: str = ""
+
+    @property
+    def gang_name(self) -> str:
+        return workload_gang_name(self.name, self.pod_group, self.replica_key)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    """A Workload: pod group name → ``minCount`` (None for a ``basic`` group)."""
+
+    namespace: str
+    name: str
+    pod_groups: dict[str, int | None]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def gang(self, pod_group: str, replica_key: str = "") -> GangSpec | None:
+        """The gang of (``pod_group``, ``replica_key``); None for a basic or unknown group."""
+        min_count = self.pod_groups.get(pod_group)
+        if min_count is None:
+            return None
+        return GangSpec(
+            namespace=self.namespace,
+            name=workload_gang_name(self.name, pod_group, replica_key),
+            min_member=min_count,
+            api=WORKLOAD_GROUP,
+        )
+
+
+def workload_gang_name(workload: str, pod_group: str, replica_key: str = "") -> str:
+    name = f"{workload}-{pod_group}"
+    return f"{name}-{replica_key}" if replica_key else name
+
+
+def _policy(raw: object, path: str) -> int | None:
+    policy = as_mapping(raw, path)
+    kinds = [k for k in ("basic", "gang") if policy.get(k) is not None]
+    unknown = sorted(set(policy) - {"basic", "gang"})
+    if unknown:
+        fail(child(path, unknown[0]), "unknown policy: use basic or gang")
+    if len(kinds) != 1:
+        fail(path, "exactly one of basic or gang is required")
+    if kinds[0] == "basic":
+        return None
+    gang_path = child(path, "gang")
+    gang = get_mapping(policy, "gang", path)
+    if gang.get("minCount") is None:
+        fail(child(gang_path, "minCount"), "minCount is required")
+    return check_int(gang["minCount"], child(gang_path, "minCount"), minimum=1)
+
+
+def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
+    """``scheduling.k8s.io/v1alpha1 Workload`` → its pod groups and their policies."""
+    with describing(object_label(obj, "Workload", namespaced=True)):
+        wl = root(obj)
+        api_version = get_str(wl, "apiVersion", "")
+        if api_version not in WORKLOAD_API_VERSIONS:
+            fail("apiVersion", f"unknown Workload apiVersion {api_version!r}")
+        name = name_of(wl)
+        spec = get_mapping(wl, "spec", "")
+        path = "spec.podGroups"
+        items = get_list(spec, "podGroups", "spec")
+        if not items:
+            fail(path, "at least one pod group is required")
+        if len(items) > MAX_POD_GROUPS:
+            fail(path, f"at most {MAX_POD_GROUPS} pod groups, not {len(items)}")
+        groups: dict[str, int | None] = {}
+        for i, raw in enumerate(items):
+            item_path = child(path, i)
+            item = as_mapping(raw, item_path)
+            group = _label(item.get("name"), child(item_path, "name"))
+            if group in groups:
+                fail(child(item_path, "name"), f"duplicate pod group {group!r}")
+            groups[group] = _policy(item.get("policy"), child(item_path, "policy"))
+        return WorkloadSpec(namespace=namespace_of(wl), name=name, pod_groups=groups)
+
+
+def _label(value: object, path: str) -> str:
+    if value is None or value == "":
+        fail(path, "is required")
+    text = as_str(value, path)
+    if len(text) > 63 or not _LABEL.fullmatch(text):
+        fail(path, f"invalid name {text!r}: must be a lowercase DNS-1123 label")
+    return text
+
+
+def _replica_key(value: object, path: str) -> str:
+    if value is None or value == "":
+        return ""
+    text = as_str(value, path)
+    if len(text) > 63 or not _REPLICA_KEY.fullmatch(text):
+        fail(path, f"invalid replica key {text!r}: must be a label value (63 characters at most)")
+    return text
+
+
+def workload_ref(spec: Obj, path: str = "spec") -> WorkloadRef | None:
+    """A pod spec's ``workloadRef``, or None when it has none."""
+    if spec.get("workloadRef") is None:
+        return None
+    ref_path = child(path, "workloadRef")
+    ref = get_mapping(spec, "workloadRef", path)
+    name = ref.get("name")
+    if name is None or name == "":
+        fail(child(ref_path, "name"), "is required")
+    name = as_str(name, child(ref_path, "name"))
+    if len(name) > 253 or not _SUBDOMAIN.fullmatch(name):
+        fail(child(ref_path, "name"), f"invalid name {name!r}: must be a DNS-1123 subdomain")
+    return WorkloadRef(
+        name=name,
+        pod_group=_label(ref.get("podGroup"), child(ref_path, "podGroup")),
+        replica_key=_replica_key(
+            ref.get("podGroupReplicaKey"), child(ref_path, "podGroupReplicaKey")
+        ),
+    )

@@ -1,0 +1,218 @@
+"""``phalanx explain``'s engine side: why do gangs wait, and where would they go now?
+
+Design: list Nodes, Pods, PriorityClasses and every gang API once (an API missing from the
+cluster is an empty list), build the same :class:`~phalanx.live.cache.Snapshot` the live loop
+builds, and run **one engine cycle in memory**. Nothing is bound and nothing is written: the
+cycle's binds are only read, as the placement each gang would get right now.
+
+Every gang with pending members of this scheduler gets a :class:`GangReport`: what it needs
+(``minMember``, role minimums, the pending members' summed requests), and either the placement
+(node → pods) the engine would commit now, or the engine's explanation of why it waits. Pods
+whose PodGroup/Workload is missing are reported too, as a gang waiting for its object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+from phalanx.api.quantity import format_units
+from phalanx.api.specs import Resources
+from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.live.cache import ClusterCache, Obj
+from phalanx.live.client import KubeClient
+from phalanx.live.errors import ApiError
+from phalanx.live.resources import (
+    NODES,
+    PODGROUPS,
+    PODGROUPS_SIGS,
+    PODS,
+    PRIORITY_CLASSES,
+    VOLCANO_PODGROUPS,
+    WORKLOADS,
+    Resource,
+)
+from phalanx.policies import Scheduler, get_policy
+
+DEFAULT_SCHEDULER_NAME = "phalanx"
+
+
+@dataclass
+class GangReport:
+    """One waiting gang: what it needs, and where it would go now or why it cannot."""
+
+    namespace: str
+    name: str
+    api: str  # "" for a lone pod
+    min_member: int
+    role_minimums: dict[str, int]
+    members: int
+    bound: int
+    pending: list[str]  # pod names
+    needs: Resources  # summed requests of the pending members
+    fits: bool
+    reason: str
+    message: str
+    #: node → pod names the engine would bind now (empty when it does not fit).
+    placement: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+async def _list(client: KubeClient, resource: Resource) -> list[Obj]:
+    try:
+        return (await client.list(resource)).items
+    except ApiError as exc:
+        if exc.not_found:
+            return []  # the CRD (or alpha API) is not installed
+        raise
+
+
+def _needs(pods: list[PodInfo]) -> Resources:
+    total: Resources = {}
+    for pod in pods:
+        for name, amount in pod.spec.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def format_resources(resources: Resources) -> str:
+    return ", ".join(f"{name}={format_units(name, n)}" for name, n in sorted(resources.items()))
+
+
+async def explain(
+    client: KubeClient,
+    *,
+    namespace: str | None = None,
+    name: str | None = None,
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    policy: str = "phalanx",
+    now: float | None = None,
+) -> list[GangReport]:
+    """Reports for the waiting gangs (of ``namespace``, named ``name``, when given)."""
+    now = time.time() if now is None else now
+    nodes = await _list(client, NODES)
+    pods = await _list(client, PODS)
+    classes = await _list(client, PRIORITY_CLASSES)
+    groups = {r: await _list(client, r) for r in (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS)}
+    workloads = await _list(client, WORKLOADS)
+    cache = ClusterCache(scheduler_name)
+    snapshot = cache.build(
+        nodes=nodes,
+        pods=pods,
+        podgroups=groups[PODGROUPS],
+        podgroups_sigs=groups[PODGROUPS_SIGS],
+        volcano_podgroups=groups[VOLCANO_PODGROUPS],
+        workloads=workloads,
+        priority_classes=classes,
+        now=now,
+    )
+    state = snapshot.state
+    scheduler = Scheduler(get_policy(policy))
+    scheduler.config = dataclasses.replace(
+        scheduler.config, scheduler_names=frozenset({scheduler_name})
+    )
+    # Gangs' pending members, read before the cycle (its in-memory binds are never applied).
+    candidates: list[tuple[GangInfo, list[PodInfo], int]] = []
+    for gang in state.gangs.values():
+        pending = [
+            p
+            for p in gang.members
+            if p.status is PodStatus.PENDING and p.spec.scheduler_name == scheduler_name
+        ]
+        if pending:
+            bound = sum(p.status is PodStatus.BOUND for p in gang.members)
+            candidates.append((gang, pending, bound))
+    result = scheduler.cycle(state, now)
+    node_names = state.table.names
+    placements: dict[str, dict[str, list[str]]] = {}
+    for pod, node in result.binds:
+        where = placements.setdefault(pod.gang.ident, {})
+        where.setdefault(node_names[node], []).append(pod.spec.name)
+
+    reports: list[GangReport] = []
+    for gang, pending, bound in candidates:
+        spec = gang.spec
+        gang_ns, _, gang_name = gang.key.partition("/")
+        placement = placements.get(gang.ident, {})
+        condition = result.waiting.get(gang.ident) or gang.condition
+        if placement:
+            reason, message = "Fits", "would be bound now: every pending member fits"
+        elif condition is not None:
+            reason, message = condition.reason, condition.message
+        else:
+            reason, message = "Unknown", "the engine did not consider this gang in this cycle"
+        reports.append(
+            GangReport(
+                namespace=gang_ns,
+                name=gang_name,
+                api=spec.api if spec is not None else "",
+                min_member=gang.min_member,
+                role_minimums=dict(gang.role_minimums),
+                members=len(gang.members),
+                bound=bound,
+                pending=sorted(p.spec.name for p in pending),
+                needs=_needs(pending),
+                fits=bool(placement),
+                reason=reason,
+                message=message,
+                placement={n: sorted(ps) for n, ps in sorted(placement.items())},
+            )
+        )
+    for key, orphans in state.orphans.items():
+        pending = [p for p in orphans if p.status is PodStatus.PENDING]
+        if not pending:
+            continue
+        gang_ns, _, gang_name = key.partition("/")
+        ref = pending[0].spec.gang
+        api = ref.api if ref is not None else ""
+        what = "Workload pod group" if api == "scheduling.k8s.io" else "PodGroup"
+        reports.append(
+            GangReport(
+                namespace=gang_ns,
+                name=gang_name,
+                api=api,
+                min_member=0,
+                role_minimums={},
+                members=len(orphans),
+                bound=sum(p.status is PodStatus.BOUND for p in orphans),
+                pending=sorted(p.spec.name for p in pending),
+                needs=_needs(pending),
+                fits=False,
+                reason="GroupMissing",
+                message=f"{what} {key} ({api}) does not exist (or was rejected)",
+            )
+        )
+    reports = [
+        r
+        for r in reports
+        if (namespace is None or r.namespace == namespace) and (name is None or r.name == name)
+    ]
+    reports.sort(key=lambda r: (r.namespace, r.name))
+    return reports
+
+
+def render(reports: list[GangReport]) -> str:
+    """The human-readable text ``phalanx explain`` prints."""
+    if not reports:
+        return "no waiting gangs\n"
+    lines: list[str] = []
+    for r in reports:
+        kind = f"gang {r.key} ({r.api})" if r.api else f"pod {r.key}"
+        lines.append(kind)
+        roles = "".join(f", {role} >= {n}" for role, n in sorted(r.role_minimums.items()))
+        lines.append(
+            f"  needs: minMember {r.min_member}{roles}; {r.members} members, {r.bound} bound, "
+            f"{len(r.pending)} pending ({format_resources(r.needs)})"
+        )
+        lines.append(f"  status: {r.reason}: {r.message}")
+        if r.placement:
+            lines.append("  best placement now:")
+            for node, pods in r.placement.items():
+                lines.append(f"    {node} <- {', '.join(pods)}")
+        else:
+            lines.append("  best placement now: none (see status)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,201 @@
+"""``/healthz``, ``/readyz`` and ``/metrics`` for ``phalanx serve`` (``--metrics-port``).
+
+- ``/healthz``: 200 while the process's event loop answers.
+- ``/readyz``: 200 when the ``ready`` callback says so — for ``phalanx serve``: the leader's
+  informers have synced, or a standby has reached the API (both are ready; only the leader
+  binds). 503 otherwise.
+- ``/metrics``: Prometheus text format from :class:`Metrics`' own registry (one per process
+  or per test, never the global one).
+
+:class:`Metrics` holds the scheduler's metrics and small ``record_*`` functions the loop (or a
+wrapper around it, see :class:`InstrumentedScheduler`) calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from phalanx.cluster.workloads import PodInfo
+from phalanx.framework.session import CycleResult
+from phalanx.live.cache import Snapshot
+from phalanx.live.client import KubeClient
+from phalanx.live.errors import LiveError
+from phalanx.live.loop import LiveScheduler
+
+logger = logging.getLogger(__name__)
+
+_CYCLE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_WAIT_BUCKETS = (0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
+
+
+class Metrics:
+    """The scheduler's Prometheus metrics, in their own :class:`CollectorRegistry`."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.cycle_duration = Histogram(
+            "phalanx_cycle_duration_seconds",
+            "Duration of one scheduling cycle (rebuild, schedule, bind, explain).",
+            buckets=_CYCLE_BUCKETS,
+            registry=r,
+        )
+        self.gangs_waiting = Gauge(
+            "phalanx_gangs_waiting",
+            "Gangs waiting after the last cycle, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.binds = Counter("phalanx_binds", "Pods bound.", registry=r)
+        self.bind_failures = Counter("phalanx_bind_failures", "Pod binds that failed.", registry=r)
+        self.gang_wait = Histogram(
+            "phalanx_gang_wait_seconds",
+            "Time from a gang's creation to its (first) bind.",
+            buckets=_WAIT_BUCKETS,
+            registry=r,
+        )
+        self.partial_bind_recoveries = Counter(
+            "phalanx_partial_bind_recoveries",
+            "Partially bound gangs that were completed or rolled back.",
+            registry=r,
+        )
+        self.is_leader = Gauge(
+            "phalanx_leader", "1 while this replica holds the leader Lease.", registry=r
+        )
+        self._reasons: set[str] = set()
+
+    # -- functions the loop calls ------------------------------------------------------------
+    def observe_cycle(self, seconds: float) -> None:
+        self.cycle_duration.observe(seconds)
+
+    def set_waiting(self, counts: dict[str, int]) -> None:
+        """Gangs waiting by reason; reasons absent from ``counts`` drop to 0."""
+        for reason in self._reasons - counts.keys():
+            self.gangs_waiting.labels(reason=reason).set(0)
+        for reason, count in counts.items():
+            self.gangs_waiting.labels(reason=reason).set(count)
+        self._reasons |= counts.keys()
+
+    def record_bind(self, ok: bool = True) -> None:
+        (self.binds if ok else self.bind_failures).inc()
+
+    def record_gang_wait(self, seconds: float) -> None:
+        self.gang_wait.observe(max(0.0, seconds))
+
+    def record_partial_bind_recovery(self) -> None:
+        self.partial_bind_recoveries.inc()
+
+    def set_leader(self, leading: bool) -> None:
+        self.is_leader.set(1 if leading else 0)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class InstrumentedScheduler(LiveScheduler):
+    """:class:`LiveScheduler` feeding :class:`Metrics` from around its steps.
+
+    Cycle duration and waiting gangs wrap :meth:`run_once`; binds and failures wrap the
+    per-pod bind; a gang's wait is observed when a cycle commits it.
+    """
+
+    def __init__(self, client: KubeClient, *, metrics: Metrics, **options: Any) -> None:
+        super().__init__(client, **options)
+        self.metrics = metrics
+
+    async def run_once(self, now: float | None = None) -> CycleResult:
+        now = time.time() if now is None else now
+        started = time.perf_counter()
+        try:
+            result = await super().run_once(now)
+        finally:
+            self.metrics.observe_cycle(time.perf_counter() - started)
+        counts: dict[str, int] = {}
+        for condition in result.waiting.values():
+            counts[condition.reason] = counts.get(condition.reason, 0) + 1
+        self.metrics.set_waiting(counts)
+        gangs = {pod.gang.ident: pod.gang for pod, _ in result.binds}
+        for gang in gangs.values():
+            self.metrics.record_gang_wait(now - gang.created)
+        return result
+
+    async def _bind_pod(
+        self,
+        snapshot: Snapshot,
+        pod: PodInfo,
+        node: str,
+        semaphore: asyncio.Semaphore,
+        now: float,
+    ) -> LiveError | None:
+        error = await super()._bind_pod(snapshot, pod, node, semaphore, now)
+        self.metrics.record_bind(error is None)
+        return error
+
+
+class HealthServer:
+    """An aiohttp server for the three endpoints; ``port=0`` picks a free port (tests)."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        ready: Callable[[], bool],
+        *,
+        port: int = 8080,
+        host: str = "0.0.0.0",
+    ) -> None:
+        self.metrics = metrics
+        self.ready = ready
+        self.host = host
+        self.port = port
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        if self.ready():
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text="not ready\n")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        response = web.Response(body=self.metrics.render())
+        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return response
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        logger.info("health and metrics on %s:%d", self.host, self.port)
+
+    async def stop(self) -> None:
+        await self._runner.cleanup()
+
+    async def __aenter__(self) -> HealthServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -1,0 +1,228 @@
+"""``phalanx serve --config FILE``: the scheduler's settings as a YAML file.
+
+Every field is optional; command-line flags override the file, the file overrides the
+defaults below. Example::
+
+    schedulerName: phalanx
+    period: 1.0            # seconds between cycles (at least)
+    policy: phalanx        # only "phalanx" for now
+    metricsPort: 8080      # /healthz, /readyz, /metrics; 0 turns the server off
+    bindConcurrency: 16
+    leaderElection:
+      enabled: true        # default: on in-cluster, off otherwise
+      leaseName: phalanx   # default: the scheduler name
+      leaseNamespace: kube-system   # default: $POD_NAMESPACE, else the config's namespace
+      leaseDuration: 15
+      renewDeadline: 10
+      retryPeriod: 2
+    timeouts:
+      request: 10          # one API request
+      shutdown: 10         # grace after SIGTERM before the process gives up
+
+A bad file or field raises :class:`~phalanx.api.errors.InputError` with a one-line message,
+``FILE: FIELD: MESSAGE``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from phalanx.api.errors import InputError
+
+POLICIES = frozenset({"phalanx"})
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    enabled: bool | None = None  # None: on in-cluster, off otherwise
+    lease_name: str | None = None  # None: the scheduler name
+    lease_namespace: str | None = None  # None: $POD_NAMESPACE or the config's namespace
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    request: float = 10.0
+    shutdown: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    scheduler_name: str = "phalanx"
+    period: float = 1.0
+    policy: str = "phalanx"
+    metrics_port: int = 8080
+    bind_concurrency: int = 16
+    leader_election: LeaderElection = dataclasses.field(default_factory=LeaderElection)
+    timeouts: Timeouts = dataclasses.field(default_factory=Timeouts)
+
+    def validate(self, source: str = "") -> ServeSettings:
+        """Cross-field checks; returns ``self``."""
+
+        def fail(field: str, message: str) -> InputError:
+            return InputError(message, source=source, field=field)
+
+        if not self.scheduler_name:
+            raise fail("schedulerName", "must not be empty")
+        if self.policy not in POLICIES:
+            raise fail("policy", f"unknown policy {self.policy!r} (known: phalanx)")
+        if self.period <= 0:
+            raise fail("period", "must be positive")
+        if not 0 <= self.metrics_port <= 65535:
+            raise fail("metricsPort", "must be between 0 and 65535")
+        if self.bind_concurrency < 1:
+            raise fail("bindConcurrency", "must be at least 1")
+        le = self.leader_election
+        for name, value in (
+            ("leaseDuration", le.lease_duration),
+            ("renewDeadline", le.renew_deadline),
+            ("retryPeriod", le.retry_period),
+        ):
+            if value <= 0:
+                raise fail(f"leaderElection.{name}", "must be positive")
+        if le.renew_deadline >= le.lease_duration:
+            raise fail("leaderElection.renewDeadline", "must be less than leaseDuration")
+        if le.retry_period >= le.renew_deadline:
+            raise fail("leaderElection.retryPeriod", "must be less than renewDeadline")
+        for name, value in (
+            ("request", self.timeouts.request),
+            ("shutdown", self.timeouts.shutdown),
+        ):
+            if value <= 0:
+                raise fail(f"timeouts.{name}", "must be positive")
+        return self
+
+
+def _number(source: str, field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"expected a number, got {value!r}", source=source, field=field)
+    return float(value)
+
+
+def _integer(source: str, field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"expected an integer, got {value!r}", source=source, field=field)
+    return value
+
+
+def _string(source: str, field: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputError(f"expected a non-empty string, got {value!r}", source=source, field=field)
+    return value
+
+
+def _boolean(source: str, field: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"expected true or false, got {value!r}", source=source, field=field)
+    return value
+
+
+def _mapping(source: str, field: str, value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError("expected a mapping", source=source, field=field)
+    return value
+
+
+def _check_keys(source: str, prefix: str, data: Mapping[str, Any], known: set[str]) -> None:
+    for key in data:
+        if key not in known:
+            where = f"{prefix}.{key}" if prefix else str(key)
+            raise InputError(
+                f"unknown field (known: {', '.join(sorted(known))})", source=source, field=where
+            )
+
+
+def parse_settings(data: Any, source: str = "") -> ServeSettings:
+    """Settings from a decoded YAML document (validated)."""
+    if data is not None and not isinstance(data, Mapping):
+        raise InputError("expected a mapping at the top level", source=source)
+    top = _mapping(source, "", data)
+    _check_keys(
+        source,
+        "",
+        top,
+        {
+            "schedulerName",
+            "period",
+            "policy",
+            "metricsPort",
+            "bindConcurrency",
+            "leaderElection",
+            "timeouts",
+        },
+    )
+    out = ServeSettings()
+    changes: dict[str, Any] = {}
+    if "schedulerName" in top:
+        changes["scheduler_name"] = _string(source, "schedulerName", top["schedulerName"])
+    if "period" in top:
+        changes["period"] = _number(source, "period", top["period"])
+    if "policy" in top:
+        changes["policy"] = _string(source, "policy", top["policy"])
+    if "metricsPort" in top:
+        changes["metrics_port"] = _integer(source, "metricsPort", top["metricsPort"])
+    if "bindConcurrency" in top:
+        changes["bind_concurrency"] = _integer(source, "bindConcurrency", top["bindConcurrency"])
+
+    le_data = _mapping(source, "leaderElection", top.get("leaderElection"))
+    _check_keys(
+        source,
+        "leaderElection",
+        le_data,
+        {
+            "enabled",
+            "leaseName",
+            "leaseNamespace",
+            "leaseDuration",
+            "renewDeadline",
+            "retryPeriod",
+        },
+    )
+    le: dict[str, Any] = {}
+    if "enabled" in le_data:
+        le["enabled"] = _boolean(source, "leaderElection.enabled", le_data["enabled"])
+    for key, attr in (("leaseName", "lease_name"), ("leaseNamespace", "lease_namespace")):
+        if key in le_data:
+            le[attr] = _string(source, f"leaderElection.{key}", le_data[key])
+    for key, attr in (
+        ("leaseDuration", "lease_duration"),
+        ("renewDeadline", "renew_deadline"),
+        ("retryPeriod", "retry_period"),
+    ):
+        if key in le_data:
+            le[attr] = _number(source, f"leaderElection.{key}", le_data[key])
+    changes["leader_election"] = LeaderElection(**le)
+
+    t_data = _mapping(source, "timeouts", top.get("timeouts"))
+    _check_keys(source, "timeouts", t_data, {"request", "shutdown"})
+    changes["timeouts"] = Timeouts(
+        **{key: _number(source, f"timeouts.{key}", value) for key, value in t_data.items()}
+    )
+    return dataclasses.replace(out, **changes).validate(source)
+
+
+def load_settings(path: str | Path) -> ServeSettings:
+    """Read and validate ``path``; :class:`InputError` names the file and the field."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InputError(f"{problem}{where}", source=source) from None
+    return parse_settings(data, source)
