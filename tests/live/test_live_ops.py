@@ -74,7 +74,8 @@ async def test_only_the_leader_binds_and_a_standby_takes_over_a_crashed_leader()
             standby = b if leader is a else a
             await submit_gang(client, "first", 2)
             await eventually(lambda: all(bound_to(server, f"first-{i}") for i in range(2)))
-            assert binds(leader) == 2 and binds(standby) == 0
+            await eventually(lambda: binds(leader) == 2, what="the leader's bind count")
+            assert binds(standby) == 0
             assert standby.scheduler is None
             stored = server.get("coordination.k8s.io/v1", "leases", "phalanx", "default")
             assert stored is not None
@@ -88,10 +89,10 @@ async def test_only_the_leader_binds_and_a_standby_takes_over_a_crashed_leader()
             leader_task.cancel()
             await eventually(lambda: leader_of(standby) == [standby], timeout=3.0, what="takeover")
             took = loop.time() - crashed_at
-            assert took <= LEASE.lease_duration + 2 * LEASE.retry_period + 0.3
+            assert took <= LEASE.lease_duration + 2 * LEASE.retry_period + 1.0  # CI slack
             await submit_gang(client, "second", 2)
             await eventually(lambda: all(bound_to(server, f"second-{i}") for i in range(2)))
-            assert binds(standby) == 2
+            await eventually(lambda: binds(standby) == 2, what="the new leader's bind count")
             stored = server.get("coordination.k8s.io/v1", "leases", "phalanx", "default")
             assert stored is not None
             assert stored["spec"]["holderIdentity"] == standby.elector.identity
@@ -174,7 +175,7 @@ async def test_healthz_readyz_and_metrics_respond() -> None:
 
 async def test_readyz_is_503_until_the_api_answers() -> None:
     async with connected() as (server, _client):
-        server.fail("GET", r"/leases/", 500, times=1000)
+        server.fail("GET", r"/", 500, times=100_000)  # the API answers nothing
         r = runner(server, "replica-a")
         async with running(r), aiohttp.ClientSession(trust_env=False) as session:
             await r.started.wait()

@@ -293,3 +293,32 @@ def test_the_assume_cache_counts_until_the_informer_shows_the_pod_bound_or_gone(
     cache.assume(f"{NS}/p", "u1", "node-a", 3.0)
     cache.build(nodes=nodes, pods=[], now=4.0)
     assert cache.assumed == {}
+
+
+async def test_the_loop_binds_a_volcano_podgroup_whole() -> None:
+    from phalanx.live import VOLCANO_PODGROUPS
+
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "vc", "namespace": NS},
+        "spec": {"minMember": 2, "minTaskMember": {"worker": 2}, "queue": "default"},
+    }
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a"))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await client.create(VOLCANO_PODGROUPS, group)
+            key = f"{NS}/vc"
+            await eventually(
+                lambda: key in scheduler.informers[VOLCANO_PODGROUPS].store, what="volcano group"
+            )
+            for i in range(2):
+                obj = pod(f"vc-{i}", gpus=1)
+                obj["metadata"]["annotations"] = {
+                    "scheduling.k8s.io/group-name": "vc",
+                    "volcano.sh/task-spec": "worker",
+                }
+                await create_pod(scheduler, client, obj)
+            result = await scheduler.run_once(1.0)
+            assert len(result.binds) == 2
+        assert [bound_to(server, f"vc-{i}") for i in range(2)] == ["node-a", "node-a"]

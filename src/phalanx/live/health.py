@@ -133,6 +133,9 @@ class InstrumentedScheduler(LiveScheduler):
             self.metrics.record_gang_wait(now - gang.created)
         return result
 
+    def on_partial_bind_recovered(self, ident: str) -> None:
+        self.metrics.record_partial_bind_recovery()
+
     async def _bind_pod(
         self,
         snapshot: Snapshot,
