@@ -175,14 +175,14 @@ async def test_healthz_readyz_and_metrics_respond() -> None:
 
 async def test_readyz_is_503_until_the_api_answers() -> None:
     async with connected() as (server, _client):
-        server.fail("GET", r"/", 500, times=100_000)  # the API answers nothing
+        server.fail("*", r".*", 500, times=100_000)  # the API answers nothing
         r = runner(server, "replica-a")
         async with running(r), aiohttp.ClientSession(trust_env=False) as session:
             await r.started.wait()
             assert await get(session, r, "/healthz") == (200, "ok\n")
             assert (await get(session, r, "/readyz"))[0] == 503
             server.clear_faults()
-            await eventually(r.ready, what="ready")
+            await eventually(r.ready, timeout=10.0, what="ready")
             assert (await get(session, r, "/readyz"))[0] == 200
 
 

@@ -322,3 +322,25 @@ async def test_the_loop_binds_a_volcano_podgroup_whole() -> None:
             result = await scheduler.run_once(1.0)
             assert len(result.binds) == 2
         assert [bound_to(server, f"vc-{i}") for i in range(2)] == ["node-a", "node-a"]
+
+
+async def test_schedule_timeout_is_honoured_across_cycles() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            hog = pod("hog", gpus=2, scheduler="default-scheduler", node_name="node-a")
+            await create_pod(scheduler, client, hog)
+            group = podgroup("big", 3)
+            group["spec"]["scheduleTimeoutSeconds"] = 5
+            await create_group(scheduler, client, group)
+            for i in range(3):
+                await create_pod(scheduler, client, pod(f"big-{i}", group="big", gpus=1))
+            first = await scheduler.run_once(100.0)
+            assert first.waiting[f"{NS}/big"].reason == "NotEnoughResources"
+            assert first.timeouts == []
+            later = await scheduler.run_once(106.0)  # 6 s after the gang was first seen
+            assert [g.key for g in later.timeouts] == [f"{NS}/big"]
+            assert later.waiting[f"{NS}/big"].reason == "Timeout"
+            again = await scheduler.run_once(120.0)  # reported once; still never bound
+            assert again.timeouts == [] and again.binds == []
+        assert server.count("POST", r"/binding$") == 0

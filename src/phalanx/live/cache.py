@@ -42,6 +42,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
+from phalanx.cluster.workloads import GangInfo
 from phalanx.k8s import (
     WORKLOAD_GROUP,
     PriorityTable,
@@ -111,6 +112,8 @@ class ClusterCache:
         self._warned: set[tuple[str, str, str]] = set()
         #: kind/key → why the object was skipped in the last build.
         self.rejected: dict[str, str] = {}
+        #: the gangs of the last build: what the engine learnt about them carries over
+        self._gangs: dict[str, GangInfo] = {}
 
     # -- assume cache ------------------------------------------------------------------------
     def assume(self, key: str, uid: str, node: str, now: float) -> None:
@@ -248,7 +251,7 @@ class ClusterCache:
         state = ClusterState(node_specs, ResourceIndex(names))
         snapshot = Snapshot(state, assumed=assumed)
         for gang in gang_specs.values():
-            state.add_gang(gang, now)
+            self._carry_over(state.add_gang(gang, now))
         position = {name: i for i, name in enumerate(state.table.names)}
         for spec, node_name, obj in bound:
             where = position.get(node_name)
@@ -260,4 +263,18 @@ class ClusterCache:
         for spec, obj in pending:
             state.add_pod(spec, now)
             snapshot.pods[spec.key] = obj
+        self._gangs = state.gangs
         return snapshot
+
+    def _carry_over(self, gang: GangInfo) -> None:
+        """The state is rebuilt every cycle, but a gang's history is not: when it was first
+        seen (for ``scheduleTimeoutSeconds``), whether it timed out, its backoff, its
+        condition."""
+        before = self._gangs.get(gang.ident)
+        if before is None:
+            return
+        gang.created = before.created
+        gang.timed_out = before.timed_out
+        gang.failures = before.failures
+        gang.backoff_until = before.backoff_until
+        gang.condition = before.condition
