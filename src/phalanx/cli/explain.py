@@ -15,7 +15,8 @@ import sys
 from typing import IO
 
 from phalanx.live import KubeClient, LiveError, load_config
-from phalanx.live.explain import DEFAULT_SCHEDULER_NAME, GangReport, explain, render
+from phalanx.live.explain import GangReport, explain, render
+from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 
 _KINDS = ("podgroup", "podgroups", "pg", "gang", "workload")
 

@@ -14,9 +14,9 @@ import yaml
 from phalanx.live.manifests import (
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
-    DEFAULT_SCHEDULER_NAME,
     install_manifests,
 )
+from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

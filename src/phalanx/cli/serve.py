@@ -35,7 +35,7 @@ from phalanx.api.errors import InputError
 from phalanx.live import Backoff, ClusterConfig, KubeClient, LiveError, load_config
 from phalanx.live.health import HealthServer, InstrumentedScheduler, Metrics
 from phalanx.live.leader import LeaderElector
-from phalanx.live.loop import DEFAULT_SCHEDULER_NAME
+from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 from phalanx.live.settings import POLICIES, ServeSettings, load_settings
 
 logger = logging.getLogger(__name__)

@@ -54,6 +54,7 @@ from phalanx.k8s import (
     workload_from_dict,
     workload_ref,
 )
+from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def _key(obj: Obj) -> str:
 class ClusterCache:
     """Builds per-cycle snapshots and keeps the assume cache between cycles."""
 
-    def __init__(self, scheduler_name: str = "phalanx") -> None:
+    def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> None:
         self.scheduler_name = scheduler_name
         self.assumed: dict[str, Assumption] = {}
         #: (kind, key, resourceVersion) of objects already warned about.

@@ -24,6 +24,7 @@ from phalanx.live.cache import ClusterCache, Obj
 from phalanx.live.client import KubeClient
 from phalanx.live.errors import ApiError
 from phalanx.live.resources import (
+    DEFAULT_SCHEDULER_NAME,
     NODES,
     PODGROUPS,
     PODGROUPS_SIGS,
@@ -34,8 +35,6 @@ from phalanx.live.resources import (
     Resource,
 )
 from phalanx.policies import Scheduler, get_policy
-
-DEFAULT_SCHEDULER_NAME = "phalanx"
 
 
 @dataclass

@@ -51,6 +51,7 @@ from phalanx.live.client import KubeClient
 from phalanx.live.errors import ApiError, LiveError, TransportError
 from phalanx.live.informer import Backoff, Informer
 from phalanx.live.resources import (
+    DEFAULT_SCHEDULER_NAME,
     NODES,
     PODGROUPS,
     PODGROUPS_SIGS,
@@ -66,7 +67,6 @@ from phalanx.policies import Scheduler, get_policy
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SCHEDULER_NAME = "phalanx"
 #: After an informer event, wait this long for more before running a cycle.
 DEFAULT_DEBOUNCE = 0.05
 #: The Event reason written on a PodGroup whose partial bind was undone.

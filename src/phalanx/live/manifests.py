@@ -27,12 +27,12 @@ import re
 from typing import Any
 
 from phalanx.api.errors import InputError
+from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 
 Manifest = dict[str, Any]
 
 DEFAULT_NAMESPACE = "phalanx-system"
 DEFAULT_IMAGE = "ghcr.io/phalanx-sched/phalanx:0.1.0"
-DEFAULT_SCHEDULER_NAME = "phalanx"
 METRICS_PORT = 8080
 RUN_AS = 65532
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+#: The ``schedulerName`` phalanx answers to unless told otherwise.
+DEFAULT_SCHEDULER_NAME = "phalanx"
+
 
 @dataclass(frozen=True, slots=True)
 class Resource:
