@@ -214,6 +214,19 @@ def set_phase(server: FakeApiServer, name: str, phase: str) -> None:
     server.put("v1", "pods", stored)
 
 
+async def settle_phases(
+    server: FakeApiServer, scheduler: LiveScheduler, names: list[str], phase: str
+) -> None:
+    """Set the pods' phase on the server and wait for the informer to show it."""
+    for name in names:
+        set_phase(server, name, phase)
+    store = scheduler.informers[PODS].store
+    await eventually(
+        lambda: all(store[f"{NS}/{n}"]["status"].get("phase") == phase for n in names),
+        what=f"pods {phase}",
+    )
+
+
 def group_status_of(server: FakeApiServer, name: str) -> dict[str, Any]:
     stored = server.get("scheduling.x-k8s.io/v1alpha1", "podgroups", name, NS)
     assert stored is not None
@@ -241,26 +254,12 @@ async def test_a_bound_gang_gets_scheduled_events_and_its_status_follows_its_pod
             await scheduler.run_once(2.0)  # nothing changed: no write, even if the informer lags
             assert server.count("PATCH", r"/podgroups/train/status$") == writes
 
-            for i in range(3):
-                set_phase(server, f"train-{i}", "Running")
-            store = scheduler.informers[PODS].store
-            await eventually(
-                lambda: all(
-                    store[f"{NS}/train-{i}"]["status"].get("phase") == "Running" for i in range(3)
-                ),
-                what="running pods",
-            )
+            names = [f"train-{i}" for i in range(3)]
+            await settle_phases(server, scheduler, names, "Running")
             await scheduler.run_once(3.0)
             status = group_status_of(server, "train")
             assert (status["phase"], status["running"]) == ("Running", 3)
-            for i in range(3):
-                set_phase(server, f"train-{i}", "Succeeded")
-            await eventually(
-                lambda: all(
-                    store[f"{NS}/train-{i}"]["status"].get("phase") == "Succeeded" for i in range(3)
-                ),
-                what="finished pods",
-            )
+            await settle_phases(server, scheduler, names, "Succeeded")
             await scheduler.run_once(4.0)
             status = group_status_of(server, "train")
             assert (status["phase"], status["running"], status["succeeded"]) == ("Finished", 0, 3)

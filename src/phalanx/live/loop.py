@@ -1,34 +1,30 @@
 """The live scheduling loop: the simulator's engine, binding through the Kubernetes API.
 
-:class:`LiveScheduler` runs informers for Nodes, Pods, PodGroups (``scheduling.x-k8s.io``) and
-PriorityClasses. One cycle (:meth:`LiveScheduler.run_once`):
+:class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses and every gang API
+(PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``,
+``scheduling.k8s.io`` Workloads). One cycle (:meth:`LiveScheduler.run_once`):
 
 1. rebuild a :class:`~phalanx.cluster.state.ClusterState` from the stores
    (:class:`~phalanx.live.cache.ClusterCache`, assume cache included);
 2. run the same :class:`~phalanx.policies.Scheduler` the simulator runs — gangs are placed
    all-or-nothing, so a cycle's binds only ever hold whole gangs;
 3. bind every pod of every committed gang concurrently (``pods/NAME/binding`` with the pod's
-   uid, at most ``bind_concurrency`` requests in flight) and assume each success;
+   uid, at most ``bind_concurrency`` requests in flight) and assume each success; binds that
+   fail with a retriable error (5xx, 429, transport) are retried up to ``bind_retries`` times
+   with a short doubling delay, stopping early enough to respect ``partial_bind_limit``;
+   refusals for good (404 gone, 409 already bound or re-created) are not retried. A gang
+   still below its minimum is handed to :class:`~phalanx.live.recovery.PartialBinds` (undo,
+   event, requeue with backoff);
 4. for each waiting gang, set ``PodScheduled=False, reason=Unschedulable`` with the gang's
    explanation on every pending member — only when the condition changed;
 5. with ``write_status`` (default), :class:`~phalanx.live.status.StatusWriter` writes
-   ``Scheduled`` / ``FailedScheduling`` Events and each PodGroup's status (phase and counts).
+   ``Scheduled`` / ``FailedScheduling`` Events and each PodGroup's status in its API's
+   vocabulary (:mod:`phalanx.live.group_status`).
 
 :meth:`LiveScheduler.serve` runs cycles on informer events (debounced) and every ``period``.
-
-Partial binds (:class:`RecoveryConfig`): binds that fail with a retriable error (5xx, 429,
-transport) are retried up to ``bind_retries`` times with a short doubling delay; refusals for
-good (404 gone, 409 already bound or re-created) are not retried. If the gang then holds fewer
-than ``minMember`` bound members (or misses a role minimum) and none of them has started
-(pod phase past ``Pending``: a running gang is never torn down), the bound members are undone —
-``DELETE`` with the pod's uid as precondition (its controller re-creates it), or with
-``undo="evict"`` the ``pods/NAME/eviction`` subresource, falling back to ``DELETE`` when the
-server does not serve it — a ``PartialBindRecovered`` Warning Event is written on the PodGroup,
-and the gang is requeued with a doubling backoff (on the cycle clock). The retries stop early
-so that no gang stays partially bound longer than ``partial_bind_limit`` seconds; an undo that
-fails (e.g. 5xx) is retried at the start of every following cycle until it succeeds. A gang
-found waiting below its minimum with bound members that have not started (e.g. the scheduler
-stopped in the middle of a bind) is undone the same way once that lasts ``partial_bind_limit``.
+Nothing is kept that the API cannot rebuild: a restarted scheduler lists, finds gangs bound
+in full, in part or not at all, and carries on (:meth:`PartialBinds.watch` undoes what a
+stopped scheduler left half bound).
 """
 
 from __future__ import annotations
@@ -38,21 +34,26 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections import Counter
 from collections.abc import Coroutine, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from phalanx.cluster.workloads import PLACED, Condition, GangInfo, PodInfo, PodStatus
+from phalanx.cluster.workloads import Condition, PodInfo, PodStatus
 from phalanx.framework.session import CycleResult
-from phalanx.live import events
 from phalanx.live.cache import ClusterCache, Obj, Snapshot
 from phalanx.live.client import KubeClient
 from phalanx.live.errors import ApiError, LiveError, TransportError
 from phalanx.live.informer import Backoff, Informer
+from phalanx.live.recovery import (
+    PARTIAL_BIND_RECOVERED,
+    PartialBinds,
+    RecoveryConfig,
+    Requeue,
+    Undo,
+)
 from phalanx.live.resources import (
     DEFAULT_SCHEDULER_NAME,
     NODES,
+    PODGROUP_RESOURCES,
     PODGROUPS,
     PODGROUPS_SIGS,
     PODS,
@@ -61,7 +62,7 @@ from phalanx.live.resources import (
     WORKLOADS,
     Resource,
 )
-from phalanx.live.status import StatusWriter
+from phalanx.live.status import StatusWriter, plan, podgroup_resource, with_kind
 from phalanx.live.writes import bind, patch_pod_status, pod_condition
 from phalanx.policies import Scheduler, get_policy
 
@@ -69,48 +70,8 @@ logger = logging.getLogger(__name__)
 
 #: After an informer event, wait this long for more before running a cycle.
 DEFAULT_DEBOUNCE = 0.05
-#: The Event reason written on a PodGroup whose partial bind was undone.
-PARTIAL_BIND_RECOVERED = "PartialBindRecovered"
 
-
-@dataclass(frozen=True, slots=True)
-class RecoveryConfig:
-    """How :class:`LiveScheduler` recovers from a gang bound only in part."""
-
-    #: retries of a bind that failed with a retriable error (after the first attempt).
-    bind_retries: int = 3
-    #: seconds before the first retry; doubled for each further retry.
-    retry_delay: float = 0.05
-    #: the longest a gang may stay partially bound before its bound members are undone.
-    partial_bind_limit: float = 30.0
-    #: ``delete`` the bound members (uid precondition) or ``evict`` them (fallback: delete).
-    undo: Literal["delete", "evict"] = "delete"
-    #: requeue backoff of an undone gang, in cycle-clock seconds: initial, doubled, capped.
-    requeue_initial: float = 1.0
-    requeue_max: float = 60.0
-
-    def __post_init__(self) -> None:
-        if self.bind_retries < 0 or self.retry_delay < 0 or self.partial_bind_limit <= 0:
-            raise ValueError("bind_retries, retry_delay >= 0 and partial_bind_limit > 0")
-        if self.undo not in ("delete", "evict"):
-            raise ValueError(f"undo must be 'delete' or 'evict', not {self.undo!r}")
-
-    def requeue_delay(self, failures: int) -> float:
-        return float(min(self.requeue_max, self.requeue_initial * 2 ** max(0, failures - 1)))
-
-
-@dataclass(slots=True)
-class _Requeue:
-    failures: int = 0
-    until: float = 0.0
-
-
-@dataclass(slots=True)
-class _Undo:
-    """Bound members of a gang still to be removed (an earlier undo failed)."""
-
-    since: float  # time.monotonic() of the first bind of the gang
-    pods: list[tuple[str, str, str | None]] = field(default_factory=list)  # ns, name, uid
+__all__ = ["DEFAULT_DEBOUNCE", "PARTIAL_BIND_RECOVERED", "LiveScheduler", "RecoveryConfig"]
 
 
 def _retriable(exc: LiveError) -> bool:
@@ -126,12 +87,14 @@ def _scheduled_condition(obj: Obj) -> Obj | None:
     return None
 
 
-def _started(snapshot: Snapshot, pods: Iterable[PodInfo]) -> bool:
-    """Whether any of ``pods`` has started (pod phase past ``Pending``): never undone."""
-    return any(
-        ((snapshot.pods.get(pod.key) or {}).get("status") or {}).get("phase")
-        not in (None, "Pending")
-        for pod in pods
+def _explained(obj: Obj, message: str) -> bool:
+    """Whether the pod already shows ``PodScheduled=False/Unschedulable`` with ``message``."""
+    current = _scheduled_condition(obj)
+    return (
+        current is not None
+        and current.get("status") == "False"
+        and current.get("reason") == "Unschedulable"
+        and current.get("message") == message
     )
 
 
@@ -171,18 +134,39 @@ class LiveScheduler:
             )
         }
         self.recovery = recovery or RecoveryConfig()
+        self.partial = PartialBinds(
+            client,
+            self.recovery,
+            group_of=self._group_reference,
+            forget=self.cache.forget,
+            on_recovered=self.on_partial_bind_recovered,
+            concurrency=bind_concurrency,
+        )
         #: PodGroup status and Scheduled/FailedScheduling events (``write_status=False``: off).
         self.status = StatusWriter(client, controller=scheduler_name) if write_status else None
-        #: gang ident → requeue backoff after an undone partial bind.
-        self.requeued: dict[str, _Requeue] = {}
-        #: gang ident → bound members whose undo has not succeeded yet.
-        self.undo_pending: dict[str, _Undo] = {}
-        #: gang idents undone (recovered) so far, in order.
-        self.recovered: list[str] = []
-        #: gang ident → time.monotonic() when it was first seen waiting partially bound.
-        self.partial_since: dict[str, float] = {}
         self.cycles = 0
+        self._snapshot: Snapshot | None = None
         self._wake = asyncio.Event()
+
+    # -- recovery state (kept by :class:`PartialBinds`) -------------------------------------
+    @property
+    def requeued(self) -> dict[str, Requeue]:
+        return self.partial.requeued
+
+    @property
+    def undo_pending(self) -> dict[str, Undo]:
+        return self.partial.undo_pending
+
+    @property
+    def recovered(self) -> list[str]:
+        return self.partial.recovered
+
+    @property
+    def partial_since(self) -> dict[str, float]:
+        return self.partial.partial_since
+
+    def on_partial_bind_recovered(self, ident: str) -> None:
+        """Called once per gang whose partial bind was undone (a hook for metrics)."""
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self, timeout: float | None = 30.0) -> None:
@@ -207,6 +191,24 @@ class LiveScheduler:
     def objects(self, resource: Resource) -> Iterable[Obj]:
         return list(self.informers[resource].store.values())
 
+    # -- gangs and their PodGroups ---------------------------------------------------------
+    def _group(self, ident: str) -> Obj | None:
+        """The PodGroup object (with kind) of gang ``ident`` in this cycle, if it has one."""
+        gang = self._snapshot.state.gangs.get(ident) if self._snapshot else None
+        resource = podgroup_resource(gang) if gang is not None else None
+        if resource is None:
+            return None
+        group = self.informers[resource].store.get(ident)
+        return None if group is None else with_kind(group, resource)
+
+    def _group_reference(self, ident: str) -> Obj:
+        """What an Event about gang ``ident`` regards: its PodGroup, or a reference to one."""
+        group = self._group(ident)
+        if group is not None:
+            return group
+        namespace, _, name = ident.partition("/")
+        return with_kind({"metadata": {"name": name, "namespace": namespace}}, PODGROUPS)
+
     # -- one cycle -------------------------------------------------------------------------
     def snapshot(self, now: float) -> Snapshot:
         return self.cache.build(
@@ -224,12 +226,9 @@ class LiveScheduler:
         """Rebuild, run one cycle, bind the committed gangs, explain the waiting ones."""
         now = time.time() if now is None else now
         self.cycles += 1
-        await self._retry_undos()
-        snapshot = self.snapshot(now)
-        for ident, requeue in self.requeued.items():
-            gang = snapshot.state.gangs.get(ident)
-            if gang is not None:
-                gang.backoff_until = max(gang.backoff_until, requeue.until)
+        await self.partial.retry_undos()
+        snapshot = self._snapshot = self.snapshot(now)
+        self.partial.apply_backoff(snapshot.state)
         result = self.scheduler.cycle(snapshot.state, now)
         semaphore = asyncio.Semaphore(self.bind_concurrency)
         gangs: dict[str, list[tuple[PodInfo, int]]] = {}
@@ -241,10 +240,11 @@ class LiveScheduler:
                 for ident, binds in gangs.items()
             )
         )
-        await self._explain(snapshot, result.waiting, semaphore, now)
-        await self._watch_partial(snapshot, result.waiting, semaphore, now)
+        await self._explain(snapshot, result.waiting, semaphore)
+        await self.partial.watch(snapshot, result.waiting, now, semaphore)
         if self.status is not None:
-            await self.status.sync(self.objects(PODGROUPS), self.objects(PODS))
+            groups = {r: self.objects(r) for r in PODGROUP_RESOURCES.values()}
+            await self.status.sync(plan(groups, self.objects(PODS), snapshot, self.status))
         return result
 
     async def _bind_gang(
@@ -259,7 +259,6 @@ class LiveScheduler:
         started = time.monotonic()
         names = snapshot.state.table.names
         todo = [(pod, names[node]) for pod, node in binds]
-        failed: list[tuple[tuple[PodInfo, str], LiveError]] = []
         bound_now: list[tuple[PodInfo, str]] = []
         unbound: set[str] = set()  # refused for good (404, 409...) or out of retries
         for attempt in range(config.bind_retries + 1):
@@ -271,7 +270,7 @@ class LiveScheduler:
             if not failed and not unbound:
                 if attempt:
                     logger.info("gang %s fully bound after %d retries", ident, attempt)
-                self.requeued.pop(ident, None)
+                self.partial.scheduled(ident)
                 await self._scheduled(snapshot, ident, bound_now)
                 return
             for (pod, node), error in failed:
@@ -287,197 +286,16 @@ class LiveScheduler:
                 break
             await asyncio.sleep(delay)
         unbound |= {pod.key for pod, _ in todo}
-        gang = snapshot.state.gangs.get(ident)
-        if gang is None or gang.implicit:
-            self._requeue(ident, now)
-            return
-        members = self._bound_members(gang, unbound)
-        roles = Counter(pod.spec.role for pod in members)
-        if len(members) >= gang.min_member and gang.roles_ready(roles):
-            logger.info("gang %s is bound to its minimum; %d members wait", ident, len(unbound))
+        if await self.partial.settle(snapshot, ident, unbound, started, now, semaphore):
             await self._scheduled(snapshot, ident, bound_now)
-            return
-        self._requeue(ident, now)
-        if not members:
-            return
-        if _started(snapshot, members):
-            logger.warning(
-                "gang %s is below its minimum but has started members: not undoing it", ident
-            )
-            return
-        undo = _Undo(
-            started, [(p.spec.namespace, p.spec.name, snapshot.uid(p.key)) for p in members]
-        )
-        logger.warning(
-            "gang %s is bound below its minimum (%d of %d): undoing %d bound members",
-            ident,
-            len(members),
-            gang.min_member,
-            len(members),
-        )
-        for pod in members:
-            self.cache.forget(pod.key)
-        await self._undo(ident, undo, len(unbound), semaphore)
 
     async def _scheduled(
         self, snapshot: Snapshot, ident: str, binds: list[tuple[PodInfo, str]]
     ) -> None:
         if self.status is None or not binds:
             return
-        group = self.informers[PODGROUPS].store.get(ident)
         pods = [(snapshot.pods[pod.key], node) for pod, node in binds if pod.key in snapshot.pods]
-        await self.status.scheduled(group, pods)
-
-    async def _watch_partial(
-        self,
-        snapshot: Snapshot,
-        waiting: dict[str, Condition],
-        semaphore: asyncio.Semaphore,
-        now: float,
-    ) -> None:
-        """Undo gangs left waiting partially bound for longer than ``partial_bind_limit``.
-
-        This catches what :meth:`_bind_gang` cannot see, e.g. a scheduler that stopped in the
-        middle of binding a gang. Only gangs none of whose bound members has started (pod
-        phase still ``Pending``) count: a running gang that lost a member is not touched.
-        """
-        seen: set[str] = set()
-        for ident in waiting:
-            gang = snapshot.state.gangs.get(ident)
-            if gang is None or gang.implicit or ident in self.undo_pending:
-                continue
-            members = self._bound_members(gang, set())
-            if not members or len(members) >= gang.min_member:
-                continue
-            if any(pod.key in snapshot.assumed for pod in members) or _started(snapshot, members):
-                continue
-            seen.add(ident)
-            since = self.partial_since.setdefault(ident, time.monotonic())
-            if time.monotonic() - since < self.recovery.partial_bind_limit:
-                continue
-            logger.warning(
-                "gang %s waited partially bound (%d of %d) for over %g s: undoing it",
-                ident,
-                len(members),
-                gang.min_member,
-                self.recovery.partial_bind_limit,
-            )
-            self._requeue(ident, now)
-            undo = _Undo(
-                since, [(p.spec.namespace, p.spec.name, snapshot.uid(p.key)) for p in members]
-            )
-            await self._undo(ident, undo, len(gang.pending()), semaphore)
-        for ident in [i for i in self.partial_since if i not in seen]:
-            del self.partial_since[ident]
-
-    @staticmethod
-    def _bound_members(gang: GangInfo, unbound: set[str]) -> list[PodInfo]:
-        return [
-            pod
-            for pod in gang.members
-            if pod.status in PLACED
-            and pod.status is not PodStatus.SUCCEEDED
-            and pod.key not in unbound
-        ]
-
-    def _requeue(self, ident: str, now: float) -> None:
-        requeue = self.requeued.setdefault(ident, _Requeue())
-        requeue.failures += 1
-        requeue.until = now + self.recovery.requeue_delay(requeue.failures)
-
-    async def _undo(
-        self, ident: str, undo: _Undo, unbound: int, semaphore: asyncio.Semaphore | None = None
-    ) -> bool:
-        """Remove ``undo``'s pods; True when none is left (then the Event is written)."""
-        semaphore = semaphore or asyncio.Semaphore(self.bind_concurrency)
-        outcomes = await asyncio.gather(
-            *(self._remove(ns, name, uid, semaphore) for ns, name, uid in undo.pods)
-        )
-        removed = len(undo.pods)
-        undo.pods = [item for item, ok in zip(undo.pods, outcomes, strict=True) if not ok]
-        if undo.pods:
-            self.undo_pending[ident] = undo
-            late = time.monotonic() - undo.since > self.recovery.partial_bind_limit
-            (logger.error if late else logger.warning)(
-                "gang %s: %d bound members could not be undone yet", ident, len(undo.pods)
-            )
-            return False
-        self.undo_pending.pop(ident, None)
-        self.recovered.append(ident)
-        self.on_partial_bind_recovered(ident)
-        await self._recovered_event(ident, removed, unbound)
-        return True
-
-    def on_partial_bind_recovered(self, ident: str) -> None:
-        """Called once per gang whose partial bind was undone (a hook for metrics)."""
-
-    async def _retry_undos(self) -> None:
-        for ident, undo in list(self.undo_pending.items()):
-            await self._undo(ident, undo, 0)
-
-    async def _remove(
-        self, namespace: str, name: str, uid: str | None, semaphore: asyncio.Semaphore
-    ) -> bool:
-        """Delete (or evict) one bound member; True when it is gone or was re-created."""
-        async with semaphore:
-            try:
-                if self.recovery.undo == "evict" and await self._evict(namespace, name, uid):
-                    return True
-                await self.client.delete(PODS, name, namespace, uid=uid)
-            except ApiError as exc:
-                if exc.not_found or exc.conflict:  # gone, or another incarnation
-                    return True
-                logger.warning("could not undo the bind of %s/%s: %s", namespace, name, exc)
-                return False
-            except LiveError as exc:
-                logger.warning("could not undo the bind of %s/%s: %s", namespace, name, exc)
-                return False
-        return True
-
-    async def _evict(self, namespace: str, name: str, uid: str | None) -> bool:
-        """POST an Eviction; False when the server has no eviction subresource."""
-        options: Obj = {"preconditions": {"uid": uid}} if uid else {}
-        body: Obj = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": name, "namespace": namespace},
-        }
-        if options:
-            body["deleteOptions"] = options
-        try:
-            await self.client.request("POST", PODS.path(namespace, name, "eviction"), body=body)
-        except ApiError as exc:
-            if exc.status in (404, 405):
-                return False  # not served here (or the pod is gone): DELETE decides
-            raise
-        return True
-
-    async def _recovered_event(self, ident: str, removed: int, unbound: int) -> None:
-        group = self.informers[PODGROUPS].store.get(ident)
-        if group is None:
-            namespace, _, name = ident.partition("/")
-            group = {
-                "apiVersion": PODGROUPS.api_version,
-                "kind": PODGROUPS.kind,
-                "metadata": {"name": name, "namespace": namespace},
-            }
-        else:
-            group = {"apiVersion": PODGROUPS.api_version, "kind": PODGROUPS.kind, **group}
-        verb = "evicted" if self.recovery.undo == "evict" else "deleted"
-        note = (
-            f"gang bound only in part ({unbound} binds failed after "
-            f"{self.recovery.bind_retries} retries): {removed} bound members {verb}; "
-            "the gang is requeued"
-        )
-        try:
-            await events.create(
-                self.client,
-                events.event(group, reason=PARTIAL_BIND_RECOVERED, note=note, type_=events.WARNING),
-            )
-        except LiveError as exc:
-            logger.warning(
-                "could not write the %s event on %s: %s", PARTIAL_BIND_RECOVERED, ident, exc
-            )
+        await self.status.scheduled(self._group(ident), pods)
 
     async def _bind_pod(
         self,
@@ -496,58 +314,42 @@ class LiveScheduler:
         self.cache.assume(pod.key, uid or "", node, now)
         return None
 
+    # -- waiting gangs ---------------------------------------------------------------------
     async def _explain(
-        self,
-        snapshot: Snapshot,
-        waiting: dict[str, Condition],
-        semaphore: asyncio.Semaphore,
-        now: float,
+        self, snapshot: Snapshot, waiting: dict[str, Condition], semaphore: asyncio.Semaphore
     ) -> None:
+        """``PodScheduled=False`` (and ``FailedScheduling`` events) on the waiting pods."""
         patches: list[Coroutine[Any, Any, object]] = []
         for ident, condition in waiting.items():
             gang = snapshot.state.gangs.get(ident)
             if gang is None:
                 continue
+            pending = [
+                snapshot.pods[pod.key]
+                for pod in gang.members
+                if pod.status is PodStatus.PENDING
+                and pod.spec.scheduler_name == self.scheduler_name
+                and pod.key in snapshot.pods
+            ]
             if self.status is not None:
-                waiting_pods = [
-                    snapshot.pods[pod.key]
-                    for pod in gang.members
-                    if pod.status is PodStatus.PENDING
-                    and pod.spec.scheduler_name == self.scheduler_name
-                    and pod.key in snapshot.pods
-                ]
-                group = None if gang.implicit else self.informers[PODGROUPS].store.get(ident)
-                patches.append(
-                    self.status.failed_scheduling(group, waiting_pods, condition.message)
-                )
-            for pod in gang.members:
-                if pod.status is not PodStatus.PENDING:
-                    continue
-                if pod.spec.scheduler_name != self.scheduler_name:
-                    continue
-                obj = snapshot.pods.get(pod.key)
-                if obj is None:
-                    continue
-                current = _scheduled_condition(obj)
-                if (
-                    current is not None
-                    and current.get("status") == "False"
-                    and current.get("reason") == "Unschedulable"
-                    and current.get("message") == condition.message
-                ):
-                    continue
-                patches.append(self._patch(pod, condition.message, semaphore))
+                group = None if gang.implicit else self._group(ident)
+                patches.append(self.status.failed_scheduling(group, pending, condition.message))
+            patches += [
+                self._patch(obj, condition.message, semaphore)
+                for obj in pending
+                if not _explained(obj, condition.message)
+            ]
         await asyncio.gather(*patches)
 
-    async def _patch(self, pod: PodInfo, message: str, semaphore: asyncio.Semaphore) -> None:
+    async def _patch(self, obj: Obj, message: str, semaphore: asyncio.Semaphore) -> None:
         condition = pod_condition("PodScheduled", "False", reason="Unschedulable", message=message)
+        meta = obj.get("metadata") or {}
+        namespace, name = meta.get("namespace") or "default", str(meta.get("name"))
         async with semaphore:
             try:
-                await patch_pod_status(
-                    self.client, pod.spec.namespace, pod.spec.name, conditions=[condition]
-                )
+                await patch_pod_status(self.client, namespace, name, conditions=[condition])
             except LiveError as exc:
-                logger.warning("could not set PodScheduled on %s: %s", pod.key, exc)
+                logger.warning("could not set PodScheduled on %s/%s: %s", namespace, name, exc)
 
     # -- the loop --------------------------------------------------------------------------
     async def serve(

@@ -125,3 +125,5 @@ WORKLOADS = Resource(
 
 #: Every gang API phalanx understands; any of them may be missing from a cluster.
 GANG_RESOURCES = (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS, WORKLOADS)
+#: API group → its PodGroup resource (the gang APIs with a PodGroup object and status).
+PODGROUP_RESOURCES = {r.group: r for r in (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS)}

@@ -1,26 +1,22 @@
-"""PodGroup status and scheduling Events, in the vocabulary of the gang API.
+"""Writing PodGroup statuses and scheduling Events for every gang API.
 
 Design:
 
-- :func:`group_status` computes a scheduler-plugins PodGroup (``scheduling.x-k8s.io``) status
-  the way its PodGroup controller does (``podgroup_controller.go`` ``Reconcile``): counts of the
-  group's pods by phase (``running``, ``succeeded``, ``failed``) and ``phase`` — ``Pending``
-  while fewer than ``minMember`` pods exist, then ``Scheduling``; ``Running`` once
-  ``running + succeeded >= minMember``; ``Failed`` once some failed and
-  ``failed + running + succeeded >= minMember``; ``Finished`` once ``succeeded >= minMember``
-  (later rules win). ``Finished`` and ``Failed`` are terminal. ``scheduleStartTime`` is set when
-  the group first leaves ``Pending``. (``Unknown`` is declared by the API but never set.)
-- :class:`StatusWriter` writes it through the ``/status`` subresource with a JSON merge patch
-  (CRDs refuse strategic merge); the patch always carries every field it manages (the status
-  has no lists today; a list would be sent whole since merge patches replace lists). It writes
-  only when the status differs from both the informer's copy and the last status it wrote, so
-  a lagging informer causes no duplicate writes.
+- :func:`plan` turns one cycle's outcome into the desired status of every PodGroup of the three
+  PodGroup APIs, in each API's vocabulary (:mod:`phalanx.live.group_status`: scheduler-plugins
+  phases and counts for ``scheduling.x-k8s.io`` and ``scheduling.sigs.k8s.io``; Volcano phases,
+  ``Inqueue`` admission and ``Unschedulable``/``Scheduled`` conditions for
+  ``scheduling.volcano.sh``). Pods join their group by the same keys the converter reads.
+- :class:`StatusWriter` writes a desired status through the ``/status`` subresource with a
+  JSON merge patch (CRDs refuse strategic merge) that carries every managed field (lists, such
+  as Volcano's ``conditions``, are sent whole: merge patches replace lists). It writes only
+  when the status differs from both the informer's copy and the last status it wrote, and it
+  computes from the status it last wrote while the informer has not caught up, so a lagging
+  informer causes neither duplicate writes nor flapping timestamps.
 - Events (``events.k8s.io/v1``, as kube-scheduler writes them): ``Scheduled`` on each bound
   pod and on the group when a gang binds; ``FailedScheduling`` (Warning) with the gang's
   explanation on the group and its pending pods when it waits — only when the message changed
   since the last one for that object (remembered in memory, so a restart repeats it once).
-- Only the scheduler-plugins API is covered; Volcano's PodGroup (phases ``Inqueue``/
-  ``Completed``, ``conditions`` list) is not written yet.
 """
 
 from __future__ import annotations
@@ -28,28 +24,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from phalanx.cluster.state import ClusterState
+from phalanx.cluster.workloads import GangInfo
+from phalanx.k8s.pods import gang_ref
 from phalanx.live import events
+from phalanx.live.cache import Snapshot
 from phalanx.live.client import KubeClient, Obj
 from phalanx.live.errors import LiveError
-from phalanx.live.resources import PODGROUPS, PODS, Resource, object_key
-from phalanx.live.writes import patch_status, rfc3339
+from phalanx.live.group_status import (
+    FAILED,
+    FINISHED,
+    INQUEUE,
+    PENDING,
+    RUNNING,
+    SCHEDULER_PLUGINS_FIELDS,
+    SCHEDULING,
+    VOLCANO_FIELDS,
+    Verdict,
+    group_status,
+    phase_for,
+    volcano_status,
+)
+from phalanx.live.resources import PODGROUP_RESOURCES, PODS, VOLCANO_PODGROUPS, Resource
+from phalanx.live.resources import object_key as _object_key
+from phalanx.live.writes import patch_status
 
 logger = logging.getLogger(__name__)
-
-PENDING = "Pending"
-SCHEDULING = "Scheduling"
-RUNNING = "Running"
-FINISHED = "Finished"
-FAILED = "Failed"
-UNKNOWN = "Unknown"
-TERMINAL = frozenset({FINISHED, FAILED})
-
-#: Labels naming a pod's scheduler-plugins PodGroup (current group first).
-GROUP_LABELS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io")
-#: The status fields this module manages.
-MANAGED = ("phase", "running", "succeeded", "failed", "scheduleStartTime")
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -57,141 +62,89 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def group_of(pod: Obj) -> str | None:
-    """The ``namespace/name`` key of the PodGroup ``pod`` belongs to, if any."""
-    labels = _meta(pod).get("labels") or {}
-    for label in GROUP_LABELS:
-        name = labels.get(label)
-        if name:
-            return f"{_meta(pod).get('namespace') or 'default'}/{name}"
-    return None
-
-
-def min_member(group: Obj) -> int:
-    spec = group.get("spec") or {}
-    value = spec.get("minMember") if isinstance(spec, dict) else None
-    return value if isinstance(value, int) and value > 0 else 1
-
-
-def phase_for(
-    minimum: int, pods: int, running: int, succeeded: int, failed: int, current: str = ""
-) -> str:
-    """The scheduler-plugins controller's phase rule (see the module doc)."""
-    if current in TERMINAL:
-        return current
-    if pods == 0 or pods < minimum:
-        return PENDING
-    phase = SCHEDULING
-    if running + succeeded >= minimum:
-        phase = RUNNING
-    if failed and failed + running + succeeded >= minimum:
-        phase = FAILED
-    if succeeded >= minimum:
-        phase = FINISHED
-    return phase
-
-
-def group_status(group: Obj, pods: Iterable[Obj], now: str | None = None) -> Obj:
-    """The managed status fields of ``group`` given its member pods."""
-    current = group.get("status") or {}
-    counts = {"Running": 0, "Succeeded": 0, "Failed": 0}
-    total = 0
-    for pod in pods:
-        total += 1
-        phase = (pod.get("status") or {}).get("phase")
-        if phase in counts:
-            counts[phase] += 1
-    phase = phase_for(
-        min_member(group),
-        total,
-        counts["Running"],
-        counts["Succeeded"],
-        counts["Failed"],
-        str(current.get("phase") or ""),
-    )
-    status: Obj = {
-        "phase": phase,
-        "running": counts["Running"],
-        "succeeded": counts["Succeeded"],
-        "failed": counts["Failed"],
-    }
-    start = current.get("scheduleStartTime")
-    if start or phase != PENDING:
-        status["scheduleStartTime"] = start or now or rfc3339()
-    else:
-        status["scheduleStartTime"] = None
-    return status
-
-
-def _managed(status: Mapping[str, Any]) -> Obj:
-    return {field: status.get(field) for field in MANAGED}
-
-
-def _with_kind(obj: Obj, resource: Resource) -> Obj:
+def with_kind(obj: Obj, resource: Resource) -> Obj:
     """Listed built-in items lack ``kind``/``apiVersion``; events need them in references."""
     return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+
+
+def group_of(pod: Obj) -> tuple[str, str] | None:
+    """``(API group, namespace/name)`` of the PodGroup ``pod`` belongs to, if any."""
+    meta = _meta(pod)
+    ref = gang_ref(meta.get("labels") or {}, meta.get("annotations") or {})
+    if ref is None:
+        return None
+    return ref.api, f"{meta.get('namespace') or 'default'}/{ref.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Desired:
+    """The managed status fields one PodGroup should have."""
+
+    resource: Resource
+    group: Obj
+    status: Obj
+
+
+def _fields(resource: Resource) -> tuple[str, ...]:
+    return VOLCANO_FIELDS if resource is VOLCANO_PODGROUPS else SCHEDULER_PLUGINS_FIELDS
 
 
 class StatusWriter:
     """Writes PodGroup statuses and the scheduling Events of one scheduler."""
 
     def __init__(
-        self,
-        client: KubeClient,
-        *,
-        controller: str = "phalanx",
-        resource: Resource = PODGROUPS,
-        concurrency: int = 16,
+        self, client: KubeClient, *, controller: str = "phalanx", concurrency: int = 16
     ) -> None:
         self.client = client
         self.controller = controller
-        self.resource = resource
         self._semaphore = asyncio.Semaphore(concurrency)
-        #: group key → the managed status last written.
-        self._written: dict[str, Obj] = {}
+        #: (API group, group key) → the managed status last written.
+        self._written: dict[tuple[str, str], Obj] = {}
         #: (kind, key) → the last FailedScheduling message emitted about it.
         self._failed: dict[tuple[str, str], str] = {}
 
     # -- status ----------------------------------------------------------------------------
-    async def sync(self, groups: Iterable[Obj], pods: Iterable[Obj]) -> int:
-        """Write every group whose status changed; the number of writes."""
-        members: dict[str, list[Obj]] = {}
-        for pod in pods:
-            key = group_of(pod)
-            if key is not None:
-                members.setdefault(key, []).append(pod)
+    def current(self, resource: Resource, group: Obj) -> Obj:
+        """``group`` with the status it has, or the one last written if the informer lags."""
+        status = group.get("status") or {}
+        written = self._written.get((resource.group, _object_key(group)))
+        if written is None or all(status.get(f) == written.get(f) for f in written):
+            return group
+        return {**group, "status": {**status, **written}}
+
+    async def sync(self, desired: Iterable[Desired]) -> int:
+        """Write every status that changed; the number of writes. ``desired`` covers every
+        existing group: the memory of the others (deleted) is dropped."""
         writes = []
-        live: set[str] = set()
-        for group in groups:
-            key = object_key(group)
-            live.add(key)
-            desired = group_status(group, members.get(key, ()))
-            current = _managed(group.get("status") or {})
-            written = self._written.get(key) or {}
-            if desired["scheduleStartTime"] and not current["scheduleStartTime"]:
-                # the informer may not show our last write yet: keep the time we wrote
-                desired["scheduleStartTime"] = (
-                    written.get("scheduleStartTime") or desired["scheduleStartTime"]
-                )
-            if desired == current or desired == self._written.get(key):
+        keep: set[tuple[str, str]] = set()
+        for item in desired:
+            marker = (item.resource.group, _object_key(item.group))
+            keep.add(marker)
+            current = item.group.get("status") or {}
+            managed = {f: current.get(f) for f in _fields(item.resource)}
+            if item.status == managed or item.status == self._written.get(marker):
                 continue
-            writes.append(self._write(key, group, desired))
-        for key in [k for k in self._written if k not in live]:
-            del self._written[key]
+            writes.append(self._write(marker, item))
+        for marker in [m for m in self._written if m not in keep]:
+            del self._written[marker]
         done = await asyncio.gather(*writes)
         return sum(done)
 
-    async def _write(self, key: str, group: Obj, status: Obj) -> bool:
-        meta = _meta(group)
+    async def _write(self, marker: tuple[str, str], item: Desired) -> bool:
+        meta = _meta(item.group)
         async with self._semaphore:
             try:
                 await patch_status(
-                    self.client, self.resource, str(meta.get("name")), status, meta.get("namespace")
+                    self.client,
+                    item.resource,
+                    str(meta.get("name")),
+                    item.status,
+                    meta.get("namespace"),
                 )
             except LiveError as exc:
-                logger.warning("could not write the status of PodGroup %s: %s", key, exc)
+                logger.warning("could not write the status of PodGroup %s: %s", marker[1], exc)
                 return False
-        self._written[key] = status
+        self._written[marker] = item.status
         return True
 
     # -- events ----------------------------------------------------------------------------
@@ -211,40 +164,40 @@ class StatusWriter:
                 logger.warning("could not write a %s event: %s", reason, exc)
 
     async def scheduled(self, group: Obj | None, binds: Iterable[tuple[Obj, str]]) -> None:
-        """``Scheduled`` on each ``(pod, node)`` and on ``group`` (when it is a PodGroup)."""
+        """``Scheduled`` on each ``(pod, node)`` and on ``group`` (a PodGroup with its kind)."""
         binds = list(binds)
         emits = [
             self._emit(
-                _with_kind(pod, PODS),
+                with_kind(pod, PODS),
                 events.SCHEDULED,
-                f"Successfully assigned {object_key(pod)} to {node}",
+                f"Successfully assigned {_object_key(pod)} to {node}",
                 events.NORMAL,
             )
             for pod, node in binds
         ]
         for pod, _ in binds:
-            self._failed.pop(("Pod", object_key(pod)), None)
+            self._failed.pop(("Pod", _object_key(pod)), None)
         if group is not None:
             nodes = sorted({node for _, node in binds})
             emits.append(
                 self._emit(
-                    _with_kind(group, self.resource),
+                    group,
                     events.SCHEDULED,
                     f"gang of {len(binds)} pods bound to {len(nodes)} nodes: {', '.join(nodes)}",
                     events.NORMAL,
                 )
             )
-            self._failed.pop((self.resource.kind, object_key(group)), None)
+            self._failed.pop((str(group.get("kind")), _object_key(group)), None)
         await asyncio.gather(*emits)
 
     async def failed_scheduling(self, group: Obj | None, pods: Iterable[Obj], message: str) -> int:
         """``FailedScheduling`` on ``group`` and ``pods`` whose last message differs; how many."""
-        targets = [_with_kind(pod, PODS) for pod in pods]
+        targets = [with_kind(pod, PODS) for pod in pods]
         if group is not None:
-            targets.append(_with_kind(group, self.resource))
+            targets.append(group)
         emits = []
         for obj in targets:
-            marker = (str(obj["kind"]), object_key(obj))
+            marker = (str(obj.get("kind")), _object_key(obj))
             if self._failed.get(marker) == message:
                 continue
             self._failed[marker] = message
@@ -253,14 +206,106 @@ class StatusWriter:
         return len(emits)
 
 
+# -- planning ------------------------------------------------------------------------------
+def _verdict(gang: GangInfo | None) -> Verdict | None:
+    if gang is None or gang.condition is None:
+        return None
+    condition = gang.condition
+    placed = gang.ready() or condition.type == "Scheduled"
+    return Verdict(
+        placed=placed,
+        reason=condition.reason,
+        message=condition.message,
+        pending=len(gang.pending()),
+        members=len(gang.members),
+    )
+
+
+def _free(state: ClusterState) -> dict[str, int]:
+    table = state.table
+    schedulable = ~table.facts.unschedulable
+    free = np.maximum(table.free()[schedulable], 0).sum(axis=0)
+    return {name: int(free[i]) for i, name in enumerate(state.index.names)}
+
+
+def _admissions(volcano: list[Obj], snapshot: Snapshot, writer: StatusWriter) -> set[str]:
+    """Volcano groups admitted (``Inqueue``) this cycle: their ``minResources`` fit what is free
+    less the ``minResources`` of groups admitted before and not yet running."""
+    free = _free(snapshot.state)
+    waiting: list[tuple[str, str, dict[str, int]]] = []
+    for group in volcano:
+        key = _object_key(group)
+        gang = snapshot.state.gangs.get(key)
+        want = dict(gang.spec.min_resources) if gang is not None and gang.spec else {}
+        phase = (writer.current(VOLCANO_PODGROUPS, group).get("status") or {}).get("phase")
+        if phase == INQUEUE:
+            for name, amount in want.items():
+                free[name] = free.get(name, 0) - amount
+        elif phase in (None, "", PENDING):
+            created = str(_meta(group).get("creationTimestamp") or "")
+            waiting.append((created, key, want))
+    admitted: set[str] = set()
+    for _, key, want in sorted(waiting):
+        if all(free.get(name, 0) >= amount for name, amount in want.items()):
+            admitted.add(key)
+            for name, amount in want.items():
+                free[name] = free.get(name, 0) - amount
+    return admitted
+
+
+def plan(
+    groups: Mapping[Resource, Iterable[Obj]],
+    pods: Iterable[Obj],
+    snapshot: Snapshot,
+    writer: StatusWriter,
+) -> list[Desired]:
+    """The desired status of every group in ``groups`` (PodGroup resource → its objects)."""
+    members: dict[tuple[str, str], list[Obj]] = {}
+    for pod in pods:
+        marker = group_of(pod)
+        if marker is not None:
+            members.setdefault(marker, []).append(pod)
+    out: list[Desired] = []
+    for resource, objects in groups.items():
+        current = [writer.current(resource, group) for group in objects]
+        if resource is VOLCANO_PODGROUPS:
+            admitted = _admissions(current, snapshot, writer)
+        for group in current:
+            key = _object_key(group)
+            mine = members.get((resource.group, key), [])
+            if resource is not VOLCANO_PODGROUPS:
+                out.append(Desired(resource, group, group_status(group, mine)))
+                continue
+            gang = snapshot.state.gangs.get(key)
+            if gang is not None and (gang.spec is None or gang.spec.api != resource.group):
+                gang = None  # a same-named group of another API owns the gang
+            assumed = [i for i, pod in enumerate(mine) if _object_key(pod) in snapshot.assumed]
+            status = volcano_status(
+                group, mine, assumed=assumed, verdict=_verdict(gang), admitted=key in admitted
+            )
+            out.append(Desired(resource, group, status))
+    return out
+
+
+def podgroup_resource(gang: GangInfo) -> Resource | None:
+    """The PodGroup resource of ``gang``'s API (None: an implicit gang or a Workload)."""
+    if gang.spec is None:
+        return None
+    return PODGROUP_RESOURCES.get(gang.spec.api)
+
+
 __all__ = [
     "FAILED",
     "FINISHED",
     "PENDING",
     "RUNNING",
     "SCHEDULING",
+    "Desired",
     "StatusWriter",
     "group_of",
     "group_status",
     "phase_for",
+    "plan",
+    "podgroup_resource",
+    "with_kind",
 ]
