@@ -1,14 +1,16 @@
 """The live scheduler's view of the cluster: a :class:`ClusterState` built from informer stores.
 
-Design (first slice): :meth:`ClusterCache.build` rebuilds the whole state **from scratch at the
-start of every cycle** from the stores of the Node, Pod, PriorityClass and gang informers:
-PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``,
-and ``scheduling.k8s.io/v1alpha1`` Workloads (a CRD or API missing from the cluster is simply an
-empty store). That costs O(objects) per cycle — fine for hundreds of nodes and a
-few thousand pods, and trivially correct: the state can never drift from the API server.
-Incremental updates driven by the informers' events (and keeping per-gang engine state such as
-``scheduleTimeoutSeconds`` backoff across cycles; today a gang's ``created`` is the cycle time)
-are future work.
+Design: :meth:`ClusterCache.build` rebuilds the whole state **from scratch at the start of
+every cycle** from the stores of the Node, Pod, PriorityClass and gang informers: PodGroups of
+``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``, and
+``scheduling.k8s.io/v1alpha1`` Workloads (a CRD or API missing from the cluster is simply an
+empty store). That is trivially correct — the state can never drift from the API server — and
+costs O(objects) per cycle. The expensive part, converting dicts to specs (quantities,
+affinities, tolerations), is memoised by object uid and ``resourceVersion`` (and, for pods and
+PodGroups, the PriorityClasses they resolve against), so an unchanged object is converted
+once; what remains per cycle is building the numpy tables. A gang's history (first seen,
+timeout, backoff, condition) carries over between builds (:meth:`ClusterCache._carry_over`).
+Incremental table updates driven by informer events are future work.
 
 Rules:
 
@@ -34,9 +36,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar, cast
 
 from phalanx.api.errors import InputError
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
@@ -59,8 +62,50 @@ from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 logger = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 FINISHED_PHASES = ("Succeeded", "Failed")
+
+
+class Conversions:
+    """Memoised dict → spec conversions, kept for the objects seen in the last build.
+
+    Keyed by (kind, uid or key, resourceVersion, salt): a changed object has a new
+    resourceVersion; ``salt`` covers what else the result depends on (the PriorityClasses).
+    Objects without a resourceVersion are converted every time. Failures are memoised too.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str, str, object], Any] = {}
+        self._next: dict[tuple[str, str, str, object], Any] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def convert(self, kind: str, obj: Obj, convert: Callable[[Obj], T], salt: object = None) -> T:
+        meta = _meta(obj)
+        version = str(meta.get("resourceVersion") or "")
+        if not version:
+            return convert(obj)
+        marker = (kind, str(meta.get("uid") or _key(obj)), version, salt)
+        if marker in self._next:
+            result = self._next[marker]
+        elif marker in self._last:
+            result = self._next[marker] = self._last[marker]
+            self.hits += 1
+        else:
+            self.misses += 1
+            try:
+                result = convert(obj)
+            except InputError as exc:
+                result = exc
+            self._next[marker] = result
+        if isinstance(result, InputError):
+            raise result
+        return cast(T, result)
+
+    def end_build(self) -> None:
+        """Forget what the build just finished did not see."""
+        self._last, self._next = self._next, {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +158,8 @@ class ClusterCache:
         self._warned: set[tuple[str, str, str]] = set()
         #: kind/key → why the object was skipped in the last build.
         self.rejected: dict[str, str] = {}
+        #: dict → spec conversions of unchanged objects are reused between builds.
+        self.conversions = Conversions()
         #: the gangs of the last build: what the engine learnt about them carries over
         self._gangs: dict[str, GangInfo] = {}
 
@@ -178,12 +225,17 @@ class ClusterCache:
         ``apiVersion``); ``workloads`` holds ``scheduling.k8s.io`` Workloads.
         """
         self.rejected = {}
+        priority_classes = list(priority_classes)
         table = self._priorities(priority_classes)
+        salt = tuple(
+            sorted((_key(o), str(_meta(o).get("resourceVersion"))) for o in priority_classes)
+        )
+        memo = self.conversions
 
         node_specs: list[NodeSpec] = []
         for obj in nodes:
             try:
-                node_specs.append(node_from_dict(obj))
+                node_specs.append(memo.convert("Node", obj, node_from_dict))
             except InputError as exc:
                 self._skip("Node", obj, exc)
 
@@ -191,7 +243,9 @@ class ClusterCache:
         for store in (podgroups, podgroups_sigs, volcano_podgroups):
             for obj in store:
                 try:
-                    gang = gang_from_dict(obj, table)
+                    gang = memo.convert(
+                        "PodGroup", obj, partial(gang_from_dict, priorities=table), salt
+                    )
                 except InputError as exc:
                     self._skip("PodGroup", obj, exc)
                     continue
@@ -228,7 +282,7 @@ class ClusterCache:
                 if str(_spec(obj).get("schedulerName") or "") != self.scheduler_name:
                     continue  # another scheduler's pending pod holds nothing
             try:
-                spec = pod_from_dict(obj, table)
+                spec = memo.convert("Pod", obj, partial(pod_from_dict, priorities=table), salt)
             except InputError as exc:
                 self._skip("Pod", obj, exc)
                 continue
@@ -265,6 +319,7 @@ class ClusterCache:
             state.add_pod(spec, now)
             snapshot.pods[spec.key] = obj
         self._gangs = state.gangs
+        memo.end_build()
         return snapshot
 
     def _carry_over(self, gang: GangInfo) -> None:

@@ -6,18 +6,26 @@ posts one. :func:`event` builds the current ``events.k8s.io/v1`` form (``regardi
 :func:`core_event` builds the legacy ``v1`` form (``involvedObject``, ``message``, ``source``)
 for servers or tools that only read core events (a real server serves both views of one store).
 Names follow client-go: ``<object name>.<unix nanoseconds in hex>``. No aggregation or series
-here: a caller that emits the same event repeatedly should rate-limit it.
+here: a caller that emits the same event repeatedly should rate-limit it. :class:`EventRecorder`
+writes them in the background so that a scheduler never waits for its Events.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
+from collections import deque
 from datetime import datetime
 from typing import Any
 
 from phalanx.live.client import KubeClient, Obj
+from phalanx.live.errors import LiveError
 from phalanx.live.resources import EVENTS, EVENTS_V1
 from phalanx.live.writes import micro_time, rfc3339
+
+logger = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -116,3 +124,73 @@ async def create(client: KubeClient, body: Obj) -> Obj:
     """POST an Event built by :func:`event` or :func:`core_event`."""
     resource = EVENTS if body.get("apiVersion") == "v1" else EVENTS_V1
     return await client.create(resource, body)
+
+
+class EventRecorder:
+    """Writes Events in the background, behind the scheduler's binds.
+
+    Like client-go's event broadcaster, a scheduler must never wait for its Events: they are
+    queued (:meth:`emit` returns at once) and written by ``workers`` background tasks. At most
+    ``limit`` Events wait; beyond that the oldest are dropped and counted in :attr:`dropped`
+    (a scheduler that binds faster than the API server takes Events loses Events, not binds).
+    :meth:`flush` waits until everything queued is written; :meth:`aclose` flushes (bounded by
+    ``timeout``) and stops the workers.
+    """
+
+    def __init__(self, client: KubeClient, *, workers: int = 4, limit: int = 10_000) -> None:
+        self.client = client
+        self.workers = workers
+        self.limit = limit
+        self.dropped = 0
+        self.written = 0
+        self.failed = 0
+        self._queue: deque[Obj] = deque()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ready = asyncio.Event()
+        self._busy = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def emit(self, body: Obj) -> None:
+        if len(self._queue) >= self.limit:
+            self._queue.popleft()
+            self.dropped += 1
+        self._queue.append(body)
+        self._idle.clear()
+        self._ready.set()
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(self._work()) for _ in range(self.workers)]
+
+    async def _work(self) -> None:
+        while True:
+            if not self._queue:
+                self._ready.clear()
+                if not self._busy:
+                    self._idle.set()
+                await self._ready.wait()
+                continue
+            body = self._queue.popleft()
+            self._busy += 1
+            try:
+                await create(self.client, body)
+                self.written += 1
+            except LiveError as exc:
+                self.failed += 1
+                logger.warning("could not write a %s event: %s", body.get("reason"), exc)
+            finally:
+                self._busy -= 1
+            if not self._queue and not self._busy:
+                self._idle.set()
+
+    async def flush(self) -> None:
+        """Wait until every queued Event is written (or has failed)."""
+        if self._tasks:
+            await self._idle.wait()
+
+    async def aclose(self, timeout: float = 5.0) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.flush(), timeout)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []

@@ -117,11 +117,11 @@ class InstrumentedScheduler(LiveScheduler):
         super().__init__(client, **options)
         self.metrics = metrics
 
-    async def run_once(self, now: float | None = None) -> CycleResult:
+    async def run_once(self, now: float | None = None, *, flush_events: bool = True) -> CycleResult:
         now = time.time() if now is None else now
         started = time.perf_counter()
         try:
-            result = await super().run_once(now)
+            result = await super().run_once(now, flush_events=flush_events)
         finally:
             self.metrics.observe_cycle(time.perf_counter() - started)
         counts: dict[str, int] = {}

@@ -35,6 +35,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Coroutine, Iterable
+from functools import partial
 from typing import Any
 
 from phalanx.cluster.workloads import Condition, PodInfo, PodStatus
@@ -61,6 +62,7 @@ from phalanx.live.resources import (
     VOLCANO_PODGROUPS,
     WORKLOADS,
     Resource,
+    object_key,
 )
 from phalanx.live.status import StatusWriter, plan, podgroup_resource, with_kind
 from phalanx.live.writes import bind, patch_pod_status, pod_condition
@@ -78,6 +80,22 @@ def _retriable(exc: LiveError) -> bool:
     if isinstance(exc, TransportError):
         return True
     return isinstance(exc, ApiError) and (exc.status >= 500 or exc.status in (0, 429))
+
+
+def pod_event_wakes(kind: str, obj: Obj, scheduler_name: str) -> bool:
+    """Queueing hint: can this Pod event make a waiting gang schedulable (run a cycle now)?
+
+    A deleted or finished pod frees room; a pending pod of ours may complete a gang. A bound
+    pod that is added or changes without finishing frees nothing (a terminating pod keeps its
+    resources until it is deleted) — most of these are our own binds coming back — and another
+    scheduler's pending pod holds nothing. Those wait for the next periodic cycle.
+    """
+    if kind == "DELETED":
+        return True
+    if ((obj.get("status") or {}).get("phase")) in ("Succeeded", "Failed"):
+        return True
+    spec = obj.get("spec") or {}
+    return not spec.get("nodeName") and spec.get("schedulerName") == scheduler_name
 
 
 def _scheduled_condition(obj: Obj) -> Obj | None:
@@ -122,7 +140,7 @@ class LiveScheduler:
         self.cache = ClusterCache(scheduler_name)
         self.bind_concurrency = bind_concurrency
         self.informers: dict[Resource, Informer] = {
-            resource: Informer(client, resource, self._on_event, backoff=backoff)
+            resource: Informer(client, resource, partial(self._on_event, resource), backoff=backoff)
             for resource in (
                 NODES,
                 PODS,
@@ -147,6 +165,8 @@ class LiveScheduler:
         self.cycles = 0
         self._snapshot: Snapshot | None = None
         self._wake = asyncio.Event()
+        #: (API group, key) → metadata.generation last seen, for the gang objects' hints.
+        self._generations: dict[tuple[str, str], object] = {}
 
     # -- recovery state (kept by :class:`PartialBinds`) -------------------------------------
     @property
@@ -176,6 +196,9 @@ class LiveScheduler:
         await asyncio.gather(*(i.wait_synced(timeout) for i in self.informers.values()))
 
     async def stop(self) -> None:
+        """Stop the informers; Events still queued are written first (bounded wait)."""
+        if self.status is not None:
+            await self.status.aclose()
         await asyncio.gather(*(i.stop() for i in self.informers.values()))
 
     async def __aenter__(self) -> LiveScheduler:
@@ -185,8 +208,28 @@ class LiveScheduler:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _on_event(self, kind: str, obj: Obj) -> None:
-        self._wake.set()
+    def _on_event(self, resource: Resource, kind: str, obj: Obj) -> None:
+        if resource is PODS:
+            wakes = pod_event_wakes(kind, obj, self.scheduler_name)
+        elif resource.custom or resource is WORKLOADS:
+            wakes = self._spec_changed(resource, kind, obj)
+        else:
+            wakes = True  # nodes (their changes are in status), priority classes
+        if wakes:
+            self._wake.set()
+
+    def _spec_changed(self, resource: Resource, kind: str, obj: Obj) -> bool:
+        """Queueing hint for gang objects: a status-only update (the same
+        ``metadata.generation``, e.g. our own status writes) cannot change a placement."""
+        meta = obj.get("metadata") or {}
+        marker = (resource.group, object_key(obj))
+        if kind == "DELETED":
+            self._generations.pop(marker, None)
+            return True
+        generation = meta.get("generation")
+        before = self._generations.get(marker)
+        self._generations[marker] = generation
+        return kind != "MODIFIED" or generation is None or generation != before
 
     def objects(self, resource: Resource) -> Iterable[Obj]:
         return list(self.informers[resource].store.values())
@@ -222,8 +265,13 @@ class LiveScheduler:
             now=now,
         )
 
-    async def run_once(self, now: float | None = None) -> CycleResult:
-        """Rebuild, run one cycle, bind the committed gangs, explain the waiting ones."""
+    async def run_once(self, now: float | None = None, *, flush_events: bool = True) -> CycleResult:
+        """Rebuild, run one cycle, bind the committed gangs, explain the waiting ones.
+
+        Events are written in the background; with ``flush_events`` (the default, for callers
+        that look at them next) the cycle returns once they are written. :meth:`serve` does
+        not wait for them.
+        """
         now = time.time() if now is None else now
         self.cycles += 1
         await self.partial.retry_undos()
@@ -244,7 +292,11 @@ class LiveScheduler:
         await self.partial.watch(snapshot, result.waiting, now, semaphore)
         if self.status is not None:
             groups = {r: self.objects(r) for r in PODGROUP_RESOURCES.values()}
-            await self.status.sync(plan(groups, self.objects(PODS), snapshot, self.status))
+            pods = self.objects(PODS)
+            assumed = self.cache.assumed.keys()
+            await self.status.sync(plan(groups, pods, snapshot, self.status, assumed))
+            if flush_events:
+                await self.status.flush()
         return result
 
     async def _bind_gang(
@@ -271,7 +323,7 @@ class LiveScheduler:
                 if attempt:
                     logger.info("gang %s fully bound after %d retries", ident, attempt)
                 self.partial.scheduled(ident)
-                await self._scheduled(snapshot, ident, bound_now)
+                self._scheduled(snapshot, ident, bound_now)
                 return
             for (pod, node), error in failed:
                 logger.warning("bind %s to %s failed (gang %s): %s", pod.key, node, ident, error)
@@ -287,15 +339,13 @@ class LiveScheduler:
             await asyncio.sleep(delay)
         unbound |= {pod.key for pod, _ in todo}
         if await self.partial.settle(snapshot, ident, unbound, started, now, semaphore):
-            await self._scheduled(snapshot, ident, bound_now)
+            self._scheduled(snapshot, ident, bound_now)
 
-    async def _scheduled(
-        self, snapshot: Snapshot, ident: str, binds: list[tuple[PodInfo, str]]
-    ) -> None:
+    def _scheduled(self, snapshot: Snapshot, ident: str, binds: list[tuple[PodInfo, str]]) -> None:
         if self.status is None or not binds:
             return
         pods = [(snapshot.pods[pod.key], node) for pod, node in binds if pod.key in snapshot.pods]
-        await self.status.scheduled(self._group(ident), pods)
+        self.status.scheduled(self._group(ident), pods)
 
     async def _bind_pod(
         self,
@@ -333,7 +383,7 @@ class LiveScheduler:
             ]
             if self.status is not None:
                 group = None if gang.implicit else self._group(ident)
-                patches.append(self.status.failed_scheduling(group, pending, condition.message))
+                self.status.failed_scheduling(group, pending, condition.message)
             patches += [
                 self._patch(obj, condition.message, semaphore)
                 for obj in pending
@@ -362,7 +412,7 @@ class LiveScheduler:
             while not stop.is_set():
                 self._wake.clear()
                 try:
-                    await self.run_once()
+                    await self.run_once(flush_events=False)
                 except Exception:  # one failed cycle must not stop the scheduler
                     logger.exception("scheduling cycle failed")
                 woken = asyncio.create_task(self._wake.wait())

@@ -17,13 +17,15 @@ Design:
   pod and on the group when a gang binds; ``FailedScheduling`` (Warning) with the gang's
   explanation on the group and its pending pods when it waits — only when the message changed
   since the last one for that object (remembered in memory, so a restart repeats it once).
+  They go through an :class:`~phalanx.live.events.EventRecorder`: queued, written in the
+  background, so binds never wait for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +100,8 @@ class StatusWriter:
         self.client = client
         self.controller = controller
         self._semaphore = asyncio.Semaphore(concurrency)
+        #: Events are written in the background, never on the bind path.
+        self.recorder = events.EventRecorder(client)
         #: (API group, group key) → the managed status last written.
         self._written: dict[tuple[str, str], Obj] = {}
         #: (kind, key) → the last FailedScheduling message emitted about it.
@@ -148,62 +152,52 @@ class StatusWriter:
         return True
 
     # -- events ----------------------------------------------------------------------------
-    async def _emit(self, regarding: Obj, reason: str, note: str, type_: str) -> None:
-        body = events.event(
-            regarding,
-            reason=reason,
-            note=note,
-            type_=type_,
-            controller=self.controller,
-            instance=self.controller,
+    def _emit(self, regarding: Obj, reason: str, note: str, type_: str) -> None:
+        self.recorder.emit(
+            events.event(
+                regarding,
+                reason=reason,
+                note=note,
+                type_=type_,
+                controller=self.controller,
+                instance=self.controller,
+            )
         )
-        async with self._semaphore:
-            try:
-                await events.create(self.client, body)
-            except LiveError as exc:
-                logger.warning("could not write a %s event: %s", reason, exc)
 
-    async def scheduled(self, group: Obj | None, binds: Iterable[tuple[Obj, str]]) -> None:
+    async def flush(self) -> None:
+        """Wait until every Event emitted so far is written."""
+        await self.recorder.flush()
+
+    async def aclose(self) -> None:
+        await self.recorder.aclose()
+
+    def scheduled(self, group: Obj | None, binds: Iterable[tuple[Obj, str]]) -> None:
         """``Scheduled`` on each ``(pod, node)`` and on ``group`` (a PodGroup with its kind)."""
         binds = list(binds)
-        emits = [
-            self._emit(
-                with_kind(pod, PODS),
-                events.SCHEDULED,
-                f"Successfully assigned {_object_key(pod)} to {node}",
-                events.NORMAL,
-            )
-            for pod, node in binds
-        ]
-        for pod, _ in binds:
+        for pod, node in binds:
+            note = f"Successfully assigned {_object_key(pod)} to {node}"
+            self._emit(with_kind(pod, PODS), events.SCHEDULED, note, events.NORMAL)
             self._failed.pop(("Pod", _object_key(pod)), None)
         if group is not None:
             nodes = sorted({node for _, node in binds})
-            emits.append(
-                self._emit(
-                    group,
-                    events.SCHEDULED,
-                    f"gang of {len(binds)} pods bound to {len(nodes)} nodes: {', '.join(nodes)}",
-                    events.NORMAL,
-                )
-            )
+            note = f"gang of {len(binds)} pods bound to {len(nodes)} nodes: {', '.join(nodes)}"
+            self._emit(group, events.SCHEDULED, note, events.NORMAL)
             self._failed.pop((str(group.get("kind")), _object_key(group)), None)
-        await asyncio.gather(*emits)
 
-    async def failed_scheduling(self, group: Obj | None, pods: Iterable[Obj], message: str) -> int:
+    def failed_scheduling(self, group: Obj | None, pods: Iterable[Obj], message: str) -> int:
         """``FailedScheduling`` on ``group`` and ``pods`` whose last message differs; how many."""
         targets = [with_kind(pod, PODS) for pod in pods]
         if group is not None:
             targets.append(group)
-        emits = []
+        emitted = 0
         for obj in targets:
             marker = (str(obj.get("kind")), _object_key(obj))
             if self._failed.get(marker) == message:
                 continue
             self._failed[marker] = message
-            emits.append(self._emit(obj, events.FAILED_SCHEDULING, message, events.WARNING))
-        await asyncio.gather(*emits)
-        return len(emits)
+            self._emit(obj, events.FAILED_SCHEDULING, message, events.WARNING)
+            emitted += 1
+        return emitted
 
 
 # -- planning ------------------------------------------------------------------------------
@@ -258,8 +252,10 @@ def plan(
     pods: Iterable[Obj],
     snapshot: Snapshot,
     writer: StatusWriter,
+    assumed: Collection[str] = (),
 ) -> list[Desired]:
-    """The desired status of every group in ``groups`` (PodGroup resource → its objects)."""
+    """The desired status of every group in ``groups`` (PodGroup resource → its objects);
+    ``assumed``: keys of pods bound by this scheduler whose watch event has not come yet."""
     members: dict[tuple[str, str], list[Obj]] = {}
     for pod in pods:
         marker = group_of(pod)
@@ -279,9 +275,9 @@ def plan(
             gang = snapshot.state.gangs.get(key)
             if gang is not None and (gang.spec is None or gang.spec.api != resource.group):
                 gang = None  # a same-named group of another API owns the gang
-            assumed = [i for i, pod in enumerate(mine) if _object_key(pod) in snapshot.assumed]
+            bound = [i for i, pod in enumerate(mine) if _object_key(pod) in assumed]
             status = volcano_status(
-                group, mine, assumed=assumed, verdict=_verdict(gang), admitted=key in admitted
+                group, mine, assumed=bound, verdict=_verdict(gang), admitted=key in admitted
             )
             out.append(Desired(resource, group, status))
     return out
