@@ -232,3 +232,21 @@ def test_crd_schema_accepts_and_rejects_podgroups(
     }
     validator = jsonschema.Draft7Validator(schema)
     assert validator.is_valid(podgroup) is valid
+
+
+@pytest.mark.usefixtures("offline")
+def test_the_seed_example_is_valid_and_names_the_scheduler(docs: list[dict[str, Any]]) -> None:
+    crd = one(docs, "CustomResourceDefinition")
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    docs = run_cli("--example", "--scheduler-name", "gang")
+    assert [d["kind"] for d in docs] == ["Namespace", "PodGroup", "Job"]
+    for doc in docs:
+        if doc["kind"] != "PodGroup":
+            assert kubernetes_validate.validate(doc, K8S_VERSION, strict=True) == "1.37"
+    group, job = docs[1], docs[2]
+    assert group["spec"] == {"minMember": 3}
+    assert job["spec"]["parallelism"] == 4
+    template = job["spec"]["template"]
+    assert template["spec"]["schedulerName"] == "gang"
+    assert template["metadata"]["labels"] == {"scheduling.x-k8s.io/pod-group": "train"}
+    assert jsonschema.Draft7Validator(schema).is_valid(group)  # our CRD accepts it

@@ -2,6 +2,7 @@
 
 Usage: ``phalanx manifests [--namespace NS] [--image IMAGE] [--scheduler-name NAME] |
 kubectl apply -f -``. The objects come from :func:`phalanx.live.manifests.install_manifests`.
+``phalanx manifests --example`` prints the seed example instead (:mod:`phalanx.live.example`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import IO
 
 import yaml
 
+from phalanx.live.example import EXAMPLE_NAMESPACE, example_gang
 from phalanx.live.manifests import (
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
@@ -40,11 +42,22 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=DEFAULT_SCHEDULER_NAME,
         help="the schedulerName pods ask for (default: %(default)s)",
     )
+    parser.add_argument(
+        "--example",
+        action="store_true",
+        help=(
+            f"print the seed example instead: namespace {EXAMPLE_NAMESPACE}, a PodGroup with "
+            "minMember 3 and a Job of 4 pods for the scheduler"
+        ),
+    )
 
 
 def manifests_command(args: argparse.Namespace, out: IO[str]) -> int:
-    docs = install_manifests(
-        namespace=args.namespace, image=args.image, scheduler_name=args.scheduler_name
-    )
+    if args.example:
+        docs = example_gang(scheduler_name=args.scheduler_name)
+    else:
+        docs = install_manifests(
+            namespace=args.namespace, image=args.image, scheduler_name=args.scheduler_name
+        )
     yaml.safe_dump_all(docs, out, sort_keys=False, default_flow_style=False)
     return 0
