@@ -18,7 +18,10 @@ from test_live_serve import bound_to, node, pod, podgroup
 from phalanx.api.errors import InputError
 from phalanx.cli.serve import ServeRunner, add_parser, resolve_settings
 from phalanx.live import PODGROUPS, PODS, KubeClient, config_for_server
+from phalanx.live.recovery import RecoveryConfig
 from phalanx.live.settings import LeaderElection, ServeSettings, load_settings
+from phalanx.plugins.nodeorder import Binpack, Spread
+from phalanx.policies import Scheduler, Scorer, get_policy
 
 LEASE = LeaderElection(
     enabled=True, lease_name="phalanx", lease_duration=1.0, renew_deadline=0.6, retry_period=0.1
@@ -282,6 +285,16 @@ def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
         ),
         ("leaderElection: [1]\n", "leaderElection", "expected a mapping"),
         ("timeouts: {request: 0}\n", "timeouts.request", "must be positive"),
+        ("scoring: {fgd: 1}\n", "scoring.fgd", "unknown field"),
+        ("scoring: {binpack: -1}\n", "scoring.binpack", "must not be negative"),
+        ("scoring: {binpack: 0}\n", "scoring", "positive weight"),
+        ("scoring: {}\n", "scoring", "at least one plugin"),
+        ("scoring: {spread: {weight: 1, size: 2}}\n", "scoring.spread.size", "unknown field"),
+        ("scoring: {spread: {resources: {cpu: x}}}\n", "scoring.spread.resources.cpu", "integer"),
+        ("recovery: {undo: drop}\n", "recovery", "undo must be"),
+        ("recovery: {partialBindLimit: 0}\n", "recovery", "partial_bind_limit > 0"),
+        ("recovery: {bindRetries: 1.5}\n", "recovery.bindRetries", "expected an integer"),
+        ("recovery: {retries: 1}\n", "recovery.retries", "unknown field"),
     ],
 )
 def test_a_bad_field_names_the_file_and_the_field(
@@ -295,6 +308,45 @@ def test_a_bad_field_names_the_file_and_the_field(
     assert "\n" not in line
     assert line.startswith(f"{path}: {field}: ")
     assert message in line
+
+
+def test_scoring_weights_and_recovery_come_from_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "phalanx.yaml"
+    path.write_text(
+        "policy: volcano\n"
+        "scoring:\n"
+        "  binpack: 0\n"
+        "  spread: {weight: 2, resources: {cpu: 1}}\n"
+        "recovery: {bindRetries: 1, partialBindLimit: 5, undo: evict, requeueMax: 10}\n"
+    )
+    settings = load_settings(path)
+    assert settings.policy == "volcano"
+    assert settings.scoring == (Scorer("binpack", 0), Scorer("spread", 2, {"cpu": 1}))
+    assert settings.recovery == RecoveryConfig(
+        bind_retries=1, partial_bind_limit=5.0, undo="evict", requeue_max=10.0
+    )
+    plugins = Scheduler(get_policy(settings.policy), scorers=settings.scoring).plugins
+    (scorer,) = [p for p in plugins if isinstance(p, Spread)]
+    assert (scorer.weight, scorer.weights) == (2, {"cpu": 1})
+    assert not any(isinstance(p, Binpack) for p in plugins)  # weight 0: left out
+
+
+async def test_the_runner_schedules_with_the_configured_scoring_and_recovery() -> None:
+    recovery = RecoveryConfig(partial_bind_limit=7.0)
+    settings = dataclasses.replace(
+        FAST, scoring=(Scorer("spread", 1),), recovery=recovery, policy="volcano"
+    )
+    async with connected() as (server, _client):
+        server.put("v1", "nodes", node("node-a"))
+        server.put("v1", "nodes", node("node-b"))
+        for name in ("solo-1", "solo-2"):
+            server.put("v1", "pods", pod(name))
+        r = runner(server, "replica-a", settings)
+        async with running(r):
+            await eventually(lambda: bool(bound_to(server, "solo-2")), what="binds")
+            assert r.scheduler is not None and r.scheduler.recovery == recovery
+            # spread: two lone pods go to different nodes (binpack would stack them)
+            assert {bound_to(server, "solo-1"), bound_to(server, "solo-2")} == {"node-a", "node-b"}
 
 
 def test_a_file_that_is_not_a_mapping_or_not_yaml_or_missing(tmp_path: Path) -> None:

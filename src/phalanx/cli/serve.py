@@ -224,8 +224,10 @@ class ServeRunner:
             metrics=self.metrics,
             scheduler_name=s.scheduler_name,
             policy=s.policy,
+            scorers=s.scoring,
             bind_concurrency=s.bind_concurrency,
             backoff=self.backoff,
+            recovery=s.recovery,
         )
         self.scheduler = scheduler
         try:

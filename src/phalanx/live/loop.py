@@ -34,7 +34,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -66,7 +66,7 @@ from phalanx.live.resources import (
 )
 from phalanx.live.status import StatusWriter, plan, podgroup_resource, with_kind
 from phalanx.live.writes import bind, patch_pod_status, pod_condition
-from phalanx.policies import Scheduler, get_policy
+from phalanx.policies import Scheduler, Scorer, get_policy
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +125,7 @@ class LiveScheduler:
         *,
         scheduler_name: str = DEFAULT_SCHEDULER_NAME,
         policy: str = "phalanx",
+        scorers: Sequence[Scorer] | None = None,
         seed: int = 0,
         bind_concurrency: int = 16,
         backoff: Backoff | None = None,
@@ -133,7 +134,7 @@ class LiveScheduler:
     ) -> None:
         self.client = client
         self.scheduler_name = scheduler_name
-        self.scheduler = Scheduler(get_policy(policy), seed=seed)
+        self.scheduler = Scheduler(get_policy(policy), seed=seed, scorers=scorers)
         self.scheduler.config = dataclasses.replace(
             self.scheduler.config, scheduler_names=frozenset({scheduler_name})
         )

@@ -5,9 +5,19 @@ defaults below. Example::
 
     schedulerName: phalanx
     period: 1.0            # seconds between cycles (at least)
-    policy: phalanx        # only "phalanx" for now
+    policy: phalanx        # phalanx | volcano (the gang-aware policies of the engine)
+    scoring:               # node-scoring plugins and their weights (default: binpack: 1)
+      binpack: 1           # a weight, or {weight: N, resources: {nvidia.com/gpu: 10, cpu: 1}}
+      spread: 0            # weight 0 leaves a plugin out
     metricsPort: 8080      # /healthz, /readyz, /metrics; 0 turns the server off
     bindConcurrency: 16
+    recovery:              # gangs whose binds fail part-way (see phalanx.live.recovery)
+      bindRetries: 3
+      retryDelay: 0.05     # seconds, doubled per retry
+      partialBindLimit: 30 # longest a gang may stay bound below its minimum
+      undo: delete         # delete | evict (evict needs pods/eviction create in the RBAC)
+      requeueInitial: 1    # backoff of an undone gang, doubled up to requeueMax
+      requeueMax: 60
     leaderElection:
       enabled: true        # default: on in-cluster, off otherwise
       leaseName: phalanx   # default: the scheduler name
@@ -34,8 +44,19 @@ from typing import Any
 import yaml
 
 from phalanx.api.errors import InputError
+from phalanx.live.recovery import RecoveryConfig
+from phalanx.policies import SCORINGS, Scorer
 
-POLICIES = frozenset({"phalanx"})
+#: The engine's gang-aware policies (the per-pod baselines make no sense live).
+POLICIES = frozenset({"phalanx", "volcano"})
+RECOVERY_FIELDS = {
+    "bindRetries": "bind_retries",
+    "retryDelay": "retry_delay",
+    "partialBindLimit": "partial_bind_limit",
+    "undo": "undo",
+    "requeueInitial": "requeue_initial",
+    "requeueMax": "requeue_max",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +84,9 @@ class ServeSettings:
     bind_concurrency: int = 16
     leader_election: LeaderElection = dataclasses.field(default_factory=LeaderElection)
     timeouts: Timeouts = dataclasses.field(default_factory=Timeouts)
+    #: None: the policy's own scoring (binpack, weight 1).
+    scoring: tuple[Scorer, ...] | None = None
+    recovery: RecoveryConfig = dataclasses.field(default_factory=RecoveryConfig)
 
     def validate(self, source: str = "") -> ServeSettings:
         """Cross-field checks; returns ``self``."""
@@ -73,7 +97,10 @@ class ServeSettings:
         if not self.scheduler_name:
             raise fail("schedulerName", "must not be empty")
         if self.policy not in POLICIES:
-            raise fail("policy", f"unknown policy {self.policy!r} (known: phalanx)")
+            known = ", ".join(sorted(POLICIES))
+            raise fail("policy", f"unknown policy {self.policy!r} (known: {known})")
+        if self.scoring is not None and not any(s.weight > 0 for s in self.scoring):
+            raise fail("scoring", "at least one plugin needs a positive weight")
         if self.period <= 0:
             raise fail("period", "must be positive")
         if not 0 <= self.metrics_port <= 65535:
@@ -159,6 +186,8 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
             "bindConcurrency",
             "leaderElection",
             "timeouts",
+            "scoring",
+            "recovery",
         },
     )
     out = ServeSettings()
@@ -208,7 +237,61 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
     changes["timeouts"] = Timeouts(
         **{key: _number(source, f"timeouts.{key}", value) for key, value in t_data.items()}
     )
+    if "scoring" in top:
+        changes["scoring"] = _scoring(source, top["scoring"])
+    if "recovery" in top:
+        changes["recovery"] = _recovery(source, top["recovery"])
     return dataclasses.replace(out, **changes).validate(source)
+
+
+def _weight(source: str, field: str, value: Any) -> int:
+    weight = _integer(source, field, value)
+    if weight < 0:
+        raise InputError("must not be negative", source=source, field=field)
+    return weight
+
+
+def _scoring(source: str, value: Any) -> tuple[Scorer, ...]:
+    data = _mapping(source, "scoring", value)
+    if not data:
+        raise InputError("name at least one plugin", source=source, field="scoring")
+    _check_keys(source, "scoring", data, set(SCORINGS))
+    scorers = []
+    for name, entry in data.items():
+        field = f"scoring.{name}"
+        if not isinstance(entry, Mapping):
+            scorers.append(Scorer(name, _weight(source, field, entry)))
+            continue
+        _check_keys(source, field, entry, {"weight", "resources"})
+        weight = _weight(source, f"{field}.weight", entry.get("weight", 1))
+        resources = None
+        if "resources" in entry:
+            given = _mapping(source, f"{field}.resources", entry["resources"])
+            resources = {
+                str(k): _weight(source, f"{field}.resources.{k}", v) for k, v in given.items()
+            }
+        scorers.append(Scorer(name, weight, resources))
+    return tuple(scorers)
+
+
+def _recovery(source: str, value: Any) -> RecoveryConfig:
+    data = _mapping(source, "recovery", value)
+    _check_keys(source, "recovery", data, set(RECOVERY_FIELDS))
+    fields: dict[str, Any] = {}
+    for key, attr in RECOVERY_FIELDS.items():
+        if key not in data:
+            continue
+        field = f"recovery.{key}"
+        if key == "undo":
+            fields[attr] = _string(source, field, data[key])
+        elif key == "bindRetries":
+            fields[attr] = _integer(source, field, data[key])
+        else:
+            fields[attr] = _number(source, field, data[key])
+    try:
+        return RecoveryConfig(**fields)
+    except ValueError as exc:
+        raise InputError(str(exc), source=source, field="recovery") from None
 
 
 def load_settings(path: str | Path) -> ServeSettings:

@@ -21,7 +21,7 @@ The registry is a literal table; each policy documents the source semantics it f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +38,26 @@ from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.predicates import Predicates
 from phalanx.plugins.priority import Priority
 
-SCORINGS: dict[str, Callable[[], object]] = {"binpack": Binpack, "spread": Spread}
+SCORINGS: dict[str, Callable[..., object]] = {"binpack": Binpack, "spread": Spread}
 ORDERINGS: dict[str, Callable[[], object]] = {"priority": Priority, "gang": Gang, "drf": Drf}
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A node-scoring plugin with its weight in the score sum and, optionally, the weight of
+    each resource inside it (default: the plugin's own, GPUs first)."""
+
+    name: str
+    weight: int = 1
+    resources: Mapping[str, int] | None = None
+
+    def build(self) -> object:
+        if self.name not in SCORINGS:
+            known = ", ".join(SCORINGS)
+            raise InputError(
+                f"unknown scoring {self.name!r} (choose from {known})", field="scoring"
+            )
+        return SCORINGS[self.name](self.weight, self.resources)
 
 
 @dataclass(frozen=True)
@@ -51,13 +69,19 @@ class Policy:
     action: Callable[[], Action]
     config: SessionConfig
 
-    def plugins(self, scoring: str | None = None) -> list[object]:
+    def plugins(
+        self, scoring: str | None = None, scorers: Sequence[Scorer] | None = None
+    ) -> list[object]:
+        """The policy's plugins; ``scorers`` (weights included; weight 0 leaves a plugin out)
+        replace its scoring plugin, ``scoring`` names one scoring plugin of weight 1."""
         chosen = scoring or self.default_scoring
         if chosen not in SCORINGS:
             known = ", ".join(SCORINGS)
             raise InputError(f"unknown scoring {chosen!r} (choose from {known})", field="--scoring")
         ordering = [ORDERINGS[name]() for name in self.orderings]
-        return [*ordering, Predicates(), SCORINGS[chosen]()]
+        if scorers is None:
+            return [*ordering, Predicates(), SCORINGS[chosen]()]
+        return [*ordering, Predicates(), *(s.build() for s in scorers if s.weight > 0)]
 
     def actions(self) -> list[Action]:
         return [self.action()]
@@ -115,9 +139,16 @@ def get_policy(name: str) -> Policy:
 class Scheduler:
     """The engine: one session per cycle with a policy's plugins and actions, seeded."""
 
-    def __init__(self, policy: Policy, *, seed: int = 0, scoring: str | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        seed: int = 0,
+        scoring: str | None = None,
+        scorers: Sequence[Scorer] | None = None,
+    ) -> None:
         self.policy = policy
-        self.plugins: Sequence[object] = policy.plugins(scoring)
+        self.plugins: Sequence[object] = policy.plugins(scoring, scorers)
         self.hooks = Hooks(self.plugins)
         self.actions = policy.actions()
         self.config = policy.config
