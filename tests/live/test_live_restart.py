@@ -133,3 +133,83 @@ async def test_a_gang_left_partially_bound_by_a_killed_scheduler_is_finished_or_
                 assert binding_posts(server, "torn-2") == 1  # never fitted: not tried again
                 (event,) = events_about(server, "torn", PARTIAL_BIND_RECOVERED)
                 assert event["type"] == "Warning"
+
+
+# -- what the API server says after a restart, or after a bind that timed out ----------------
+async def test_a_late_bind_of_a_killed_scheduler_counts_as_bound_not_as_refused() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        await kill_mid_bind(server, client, "failed")
+        server.add_latency(0.2, "POST", r"/pods/torn-2/binding$")
+        async with fresh(server, RecoveryConfig(partial_bind_limit=LIMIT)) as second:
+            async with serving(second):
+                await eventually(lambda: binding_posts(server, "torn-2") == 2, what="rebind sent")
+                # The killed instance's bind of torn-2 lands first: the new one gets a 409.
+                stored = server.get("v1", "pods", "torn-2", NS)
+                assert stored is not None
+                stored["spec"]["nodeName"] = "node-a"
+                server.put("v1", "pods", stored)
+                await eventually(lambda: f"{NS}/torn" not in second.partial_since, what="settled")
+                await asyncio.sleep(2 * LIMIT)  # past the limit: nothing may be undone
+            assert second.recovered == []
+        assert server.count("DELETE") == 0
+        assert [bound_to(server, f"torn-{i}") for i in range(3)] == ["node-a"] * 3
+
+
+async def test_a_bind_that_timed_out_but_committed_is_not_undone() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        await submit(client, "train", 3)
+        config = RecoveryConfig(retry_delay=0.2)  # time to land the first attempt's write
+        async with fresh(server, config) as scheduler:
+            await scheduler.start()
+            server.fail("POST", r"/pods/train-2/binding$", 504)
+            task = asyncio.create_task(scheduler.run_once(1.0))
+            await eventually(lambda: binding_posts(server, "train-2") == 1, what="first bind")
+            stored = server.get("v1", "pods", "train-2", NS)  # the 504 came after the write
+            assert stored is not None
+            stored["spec"]["nodeName"] = "node-a"
+            server.put("v1", "pods", stored)
+            await task
+            assert scheduler.recovered == [] and scheduler.requeued == {}
+            await scheduler.stop()
+        assert binding_posts(server, "train-2") == 2  # the retry got the 409
+        assert server.count("DELETE") == 0
+        assert all_bound(server, "train", 3)
+
+
+async def test_a_gang_in_timeout_backoff_left_half_bound_is_still_undone() -> None:
+    config = RecoveryConfig(partial_bind_limit=0.2)
+    async with connected() as (server, _client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        group = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "half", "namespace": NS},
+            "spec": {"minMember": 2, "scheduleTimeoutSeconds": 1},
+        }
+        server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", group)
+        server.put("v1", "pods", pod("half-0", group="half", node_name="node-a"))
+        server.put("v1", "pods", pod("half-1", group="half", gpus=8))  # never fits
+        async with fresh(server, config) as scheduler:
+            await scheduler.start()
+            now = 100.0
+            while scheduler.recovered == [] and now < 120.0:
+                await scheduler.run_once(now)  # the gang times out, then waits in backoff
+                await asyncio.sleep(0.05)
+                now += 0.5
+            await scheduler.stop()
+            assert scheduler.recovered == [f"{NS}/half"]
+        assert not exists(server, "half-0")
+
+
+async def test_a_half_bound_gang_with_no_pending_member_is_undone() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        await kill_mid_bind(server, client, "failed")
+        server.remove("v1", "pods", "torn-2", NS)  # a bare pod: nobody re-creates it
+        recovery = RecoveryConfig(partial_bind_limit=LIMIT)
+        async with fresh(server, recovery) as second, serving(second):
+            await eventually(lambda: second.recovered == [f"{NS}/torn"], what="undone")
+        assert not exists(server, "torn-0") and not exists(server, "torn-1")
+        assert len(events_about(server, "torn", PARTIAL_BIND_RECOVERED)) == 1

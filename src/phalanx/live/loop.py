@@ -290,7 +290,7 @@ class LiveScheduler:
             )
         )
         await self._explain(snapshot, result.waiting, semaphore)
-        await self.partial.watch(snapshot, result.waiting, now, semaphore)
+        await self.partial.watch(snapshot, now, semaphore, self.cache.assumed)
         if self.status is not None:
             groups = {r: self.objects(r) for r in PODGROUP_RESOURCES.values()}
             pods = self.objects(PODS)
@@ -360,9 +360,34 @@ class LiveScheduler:
         async with semaphore:
             try:
                 await bind(self.client, pod.spec.namespace, pod.spec.name, node, uid=uid)
+            except ApiError as exc:
+                if not exc.conflict:
+                    return exc
+                bound_to = await self._already_bound(pod, uid)
+                if bound_to is None:
+                    return exc
+                logger.info("bind %s: already bound to %s (an earlier attempt)", pod.key, bound_to)
+                node = bound_to
             except LiveError as exc:
                 return exc
         self.cache.assume(pod.key, uid or "", node, now)
+        return None
+
+    async def _already_bound(self, pod: PodInfo, uid: str | None) -> str | None:
+        """After a 409 on a bind: the node this very pod (same uid) is bound to, if it is.
+
+        The API server answers 409 when the pod is already assigned — e.g. an earlier attempt
+        that timed out had in fact committed, or a stopped scheduler's bind landed late. That
+        pod is bound, not refused; a 409 for a re-created pod (another uid) is a refusal.
+        """
+        try:
+            current = await self.client.get(PODS, pod.spec.name, pod.spec.namespace)
+        except LiveError:
+            return None
+        meta = current.get("metadata") or {}
+        node = (current.get("spec") or {}).get("nodeName")
+        if node and (uid is None or meta.get("uid") == uid):
+            return str(node)
         return None
 
     # -- waiting gangs ---------------------------------------------------------------------

@@ -14,9 +14,10 @@ truth, and :meth:`PartialBinds.watch` finds what a stopped scheduler left half d
   PodGroup and the gang is requeued with a doubling backoff (on the cycle clock).
 - An undo that fails (e.g. 5xx) is retried at the start of every following cycle
   (:meth:`PartialBinds.retry_undos`) until it succeeds.
-- :meth:`PartialBinds.watch` undoes a gang found waiting below its minimum with bound members
-  that have not started (e.g. the scheduler stopped in the middle of a bind) once that has
-  lasted ``partial_bind_limit`` seconds.
+- :meth:`PartialBinds.watch` undoes any gang found below its minimum with bound members that
+  have not started (e.g. the scheduler stopped in the middle of a bind, or a member was
+  deleted) once that has lasted ``partial_bind_limit`` seconds — whether the gang is waiting,
+  in backoff after a ``scheduleTimeoutSeconds`` timeout, or has no pending member left.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from phalanx.cluster.state import ClusterState
-from phalanx.cluster.workloads import PLACED, Condition, GangInfo, PodInfo, PodStatus
+from phalanx.cluster.workloads import PLACED, GangInfo, PodInfo, PodStatus
 from phalanx.live import events
 from phalanx.live.cache import Obj, Snapshot
 from phalanx.live.client import KubeClient
@@ -190,25 +191,30 @@ class PartialBinds:
     async def watch(
         self,
         snapshot: Snapshot,
-        waiting: Mapping[str, Condition],
         now: float,
         semaphore: asyncio.Semaphore,
+        assumed: Container[str] = (),
     ) -> None:
-        """Undo gangs left waiting partially bound for longer than ``partial_bind_limit``.
+        """Undo gangs left partially bound for longer than ``partial_bind_limit``.
 
         This catches what :meth:`settle` cannot see, e.g. a scheduler that stopped in the
-        middle of binding a gang. Only gangs none of whose bound members has started count.
+        middle of binding a gang. Every gang of the snapshot is looked at — waiting, in
+        backoff (a timed-out gang leaves the waiting list) or with no pending member left (a
+        member was deleted) — and counts when it holds bound members below its minimum, none
+        of which has started or is still only assumed (``assumed``: the keys of pods bound by
+        this scheduler whose watch event has not come yet).
         """
         seen: set[str] = set()
         limit = self.config.partial_bind_limit
-        for ident in waiting:
-            gang = snapshot.state.gangs.get(ident)
-            if gang is None or gang.implicit or ident in self.undo_pending:
+        for ident, gang in snapshot.state.gangs.items():
+            if gang.implicit or ident in self.undo_pending:
                 continue
             members = bound_members(gang)
             if not members or len(members) >= gang.min_member:
                 continue
-            if any(pod.key in snapshot.assumed for pod in members) or started(snapshot, members):
+            if any(p.key in snapshot.assumed or p.key in assumed for p in members):
+                continue
+            if started(snapshot, members):
                 continue
             seen.add(ident)
             since = self.partial_since.setdefault(ident, time.monotonic())
