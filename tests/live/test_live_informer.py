@@ -202,6 +202,24 @@ async def test_missing_crd_is_logged_once_and_skipped(caplog: pytest.LogCaptureF
     assert "podgroups.scheduling.volcano.sh/v1beta1" in missing[0].getMessage()
 
 
+async def test_a_crd_installed_later_is_picked_up_when_rechecking() -> None:
+    async with connected(crds=()) as (server, client):
+        recorder = Recorder()
+        informer = Informer(
+            client, VOLCANO_QUEUES, recorder, backoff=fast_backoff(), recheck_missing=0.05
+        )
+        informer.start()
+        assert await informer.wait_synced(5) is False
+        server.register(QUEUE_INFO)
+        await client.create(VOLCANO_QUEUES, {"metadata": {"name": "q1"}, "spec": {"weight": 1}})
+        await eventually(lambda: "q1" in informer.store, what="queue listed")
+        assert not informer.missing
+        await client.create(VOLCANO_QUEUES, {"metadata": {"name": "q2"}, "spec": {"weight": 1}})
+        await eventually(lambda: "q2" in informer.store, what="queue watched")
+        assert recorder.events == [("ADDED", "q1"), ("ADDED", "q2")]
+        await informer.stop()
+
+
 async def test_crd_removed_while_watching_deletes_its_objects() -> None:
     async with connected() as (server, client):
         await client.create(VOLCANO_QUEUES, {"metadata": {"name": "q1"}, "spec": {"weight": 1}})

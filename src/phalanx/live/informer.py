@@ -16,7 +16,9 @@ Loop (:meth:`Informer.run`):
    cannot make the loop spin.
 5. **404 on the list**: the API is not served (a CRD not installed, the alpha Workload API off).
    It is logged once, :attr:`Informer.missing` is set, ``synced`` is set (nobody waits forever)
-   and the informer stops; objects it held are delivered as DELETED.
+   and objects it held are delivered as DELETED. Then the informer stops — or, with
+   ``recheck_missing`` seconds, lists again that often, so a CRD installed later is picked up
+   without a restart (logged once when it appears).
 
 Handler contract: ``handler(event_type, obj)`` with ``event_type`` in ADDED/MODIFIED/DELETED,
 called after the store was updated, one event at a time, in order; it may be sync or async. An
@@ -98,9 +100,11 @@ class Informer:
         timeout_seconds: int = 300,
         page_size: int = DEFAULT_PAGE_SIZE,
         backoff: Backoff | None = None,
+        recheck_missing: float | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
+        self.recheck_missing = recheck_missing
         self.handler = handler
         self.namespace = namespace
         self.label_selector = label_selector
@@ -155,8 +159,12 @@ class Informer:
                     await self._list()
                 except ApiError as exc:
                     if exc.not_found:
-                        await self._mark_missing(exc)
-                        return
+                        if not self.missing:
+                            await self._mark_missing(exc)
+                        if self.recheck_missing is None:
+                            return
+                        await asyncio.sleep(self.recheck_missing)
+                        continue
                     await self._failed("list", exc)
                     continue
                 except TransportError as exc:
@@ -164,6 +172,9 @@ class Informer:
                     continue
                 need_list = False
                 self.backoff.reset()
+                if self.missing:
+                    self.missing = False
+                    logger.warning("%s is served now; watching it", self.resource)
             started = loop.time()
             try:
                 received = await self._watch()

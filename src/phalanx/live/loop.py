@@ -131,7 +131,10 @@ class LiveScheduler:
         backoff: Backoff | None = None,
         recovery: RecoveryConfig | None = None,
         write_status: bool = True,
+        recheck_missing: float | None = 60.0,
     ) -> None:
+        """``recheck_missing``: seconds between lists of an API the server does not serve
+        (e.g. a CRD installed after the start); None: never look again."""
         self.client = client
         self.scheduler_name = scheduler_name
         self.scheduler = Scheduler(get_policy(policy), seed=seed, scorers=scorers)
@@ -141,7 +144,13 @@ class LiveScheduler:
         self.cache = ClusterCache(scheduler_name)
         self.bind_concurrency = bind_concurrency
         self.informers: dict[Resource, Informer] = {
-            resource: Informer(client, resource, partial(self._on_event, resource), backoff=backoff)
+            resource: Informer(
+                client,
+                resource,
+                partial(self._on_event, resource),
+                backoff=backoff,
+                recheck_missing=recheck_missing,
+            )
             for resource in (
                 NODES,
                 PODS,
