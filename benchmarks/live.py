@@ -1,21 +1,25 @@
 """Live scheduler speed: ``LiveScheduler`` against the API test server, through the real client.
 
-The fake API server of the live tests (``tests/live/apiserver``) runs on 127.0.0.1 in this
-process and event loop; the scheduler talks to it over HTTP with :class:`KubeClient`, its
-informers watch it, and binds are ``POST pods/NAME/binding``. Server and scheduler share one
-core, so the figures are a lower bound on the scheduler alone. ``tests/live`` is put on
+The fake API server of the live tests (``tests/live/apiserver``) listens on 127.0.0.1; the
+scheduler talks to it over HTTP with :class:`KubeClient`, its informers watch it, and binds are
+``POST pods/NAME/binding``. By default the server runs in **a child process** (its own core, as
+a real API server is its own process): the figures then charge the scheduler for its own work
+and for the HTTP it does, not for the server's. ``--server inprocess`` runs the server in the
+scheduler's process and event loop instead (one core for both: a lower bound). The objects are
+stored straight on the server (``put``, which emits the watch events), as if another client had
+created them; polling for "bound" also runs on the server's side. ``tests/live`` is put on
 ``sys.path`` here (pytest does that for the tests only). Prints one JSON object per case.
 
 Case ``gang``: one scheduler-plugins PodGroup (minMember 256) of 256 one-GPU pods on 1,000
 nodes of 8 GPUs; seconds from "all pods exist and the informers have them" to "all 256 bound
-on the server" (one ``run_once``, status writes included). Target < 2 s.
+on the server" (one ``run_once``, status writes and Events included). Target < 2 s.
 
 Case ``throughput``: 2,000 one-GPU pods in gangs of 8 on the same 1,000 nodes, arriving in
-batches (``--batch`` pods every ``--interval`` s, stored on the server, which emits the watch
-events) while ``LiveScheduler.serve`` runs; pods bound per second from the first arrival to the
-last pod bound on the server. Target >= 300 pods/s.
+batches (``--batch`` pods every ``--interval`` s) while ``LiveScheduler.serve`` runs; pods bound
+per second from the first arrival to the last pod bound on the server. Target >= 300 pods/s.
 
-    python benchmarks/live.py [--case gang|throughput|all] [--nodes 1000] [--no-status]
+    python benchmarks/live.py [--case gang|throughput|all] [--server process|inprocess]
+                              [--nodes 1000] [--no-status]
 
 ``--no-status`` turns off the Scheduled Events and PodGroup status writes (``write_status``).
 """
@@ -26,38 +30,37 @@ import argparse
 import asyncio
 import json
 import logging
+import multiprocessing
 import platform
 import sys
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from phalanx.live import KubeClient, config_for_server
 from phalanx.live.loop import LiveScheduler
 from phalanx.live.resources import PODS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "live"))
 # tests/live is not in mypy's files (src/phalanx, benchmarks): the test server is untyped here.
-from apiserver.harness import connected, fast_backoff  # type: ignore[import-not-found]
+from apiserver import ALL_CRDS, FakeApiServer  # type: ignore[import-not-found]
+from apiserver.harness import fast_backoff  # type: ignore[import-not-found]
 
 NS = "bench"
 GANG_TARGET_SECONDS = 2.0
 THROUGHPUT_TARGET = 300.0
+HISTORY = 100_000
 
 
 def node(name: str, gpus: int = 8) -> dict[str, Any]:
+    allocatable = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {}},
         "spec": {},
-        "status": {
-            "allocatable": {
-                "cpu": "64",
-                "memory": "512Gi",
-                "pods": "110",
-                "nvidia.com/gpu": str(gpus),
-            }
-        },
+        "status": {"allocatable": allocatable},
     }
 
 
@@ -91,11 +94,101 @@ def pod(name: str, group: str) -> dict[str, Any]:
     }
 
 
-class Bound:
-    """Counts pods bound on the server; each poll looks only at those not seen bound yet
-    (the poll runs in the measured event loop, so it must stay cheap)."""
+# -- what the benchmark asks of the server (run where the server runs) ------------------------
+def handle(server: Any, command: tuple[Any, ...]) -> Any:
+    """``nodes N`` · ``gang NAME SIZE`` (a PodGroup and its pods; their names) ·
+    ``bound NAMES`` (those of NAMES bound now)."""
+    verb = command[0]
+    if verb == "nodes":
+        for i in range(command[1]):
+            server.put("v1", "nodes", node(f"node-{i:04d}"))
+        return None
+    if verb == "gang":
+        name, size = command[1], command[2]
+        server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup(name, size))
+        names = [f"{name}-{m}" for m in range(size)]
+        for member in names:
+            server.put("v1", "pods", pod(member, name))
+        return names
+    if verb == "bound":
+        out = []
+        for name in command[1]:
+            stored = server.get("v1", "pods", name, NS)
+            if stored is not None and (stored.get("spec") or {}).get("nodeName"):
+                out.append(name)
+        return out
+    raise ValueError(f"unknown command {verb!r}")
 
-    def __init__(self, server: Any) -> None:
+
+class LocalServer:
+    """The server in this process and event loop."""
+
+    def __init__(self) -> None:
+        self.server = FakeApiServer(crds=ALL_CRDS, history=HISTORY)
+        self.url = ""
+
+    async def __aenter__(self) -> LocalServer:
+        await self.server.start()
+        self.url = self.server.url
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.server.stop()
+
+    async def call(self, *command: Any) -> Any:
+        return handle(self.server, command)
+
+
+def _child(conn: Connection) -> None:
+    async def main() -> None:
+        async with FakeApiServer(crds=ALL_CRDS, history=HISTORY) as server:
+            conn.send(server.url)
+            loop = asyncio.get_running_loop()
+            while True:
+                command = await loop.run_in_executor(None, conn.recv)
+                if command == ("stop",):
+                    conn.send(None)
+                    return
+                conn.send(handle(server, command))
+
+    asyncio.run(main())
+
+
+class ChildServer:
+    """The server in a child process; commands travel over a pipe, one at a time."""
+
+    def __init__(self) -> None:
+        self.conn, child = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context("fork").Process(target=_child, args=(child,))
+        self.lock = asyncio.Lock()
+        self.url = ""
+
+    def _call(self, command: tuple[Any, ...]) -> Any:
+        self.conn.send(command)
+        return self.conn.recv()
+
+    async def call(self, *command: Any) -> Any:
+        async with self.lock:
+            return await asyncio.get_running_loop().run_in_executor(None, self._call, command)
+
+    async def __aenter__(self) -> ChildServer:
+        self.process.start()
+        self.url = await asyncio.get_running_loop().run_in_executor(None, self.conn.recv)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.call("stop")
+        self.process.join(5)
+
+
+def server_for(kind: str) -> LocalServer | ChildServer:
+    return ChildServer() if kind == "process" else LocalServer()
+
+
+class Bound:
+    """Counts pods bound on the server, asking only about those not seen bound yet."""
+
+    def __init__(self, server: LocalServer | ChildServer) -> None:
         self.server = server
         self.unbound: set[str] = set()
         self.count = 0
@@ -103,74 +196,64 @@ class Bound:
     def add(self, names: list[str]) -> None:
         self.unbound.update(names)
 
-    def poll(self) -> int:
-        done = set()
-        for name in self.unbound:
-            stored = self.server.get("v1", "pods", name, NS)
-            if stored is not None and (stored.get("spec") or {}).get("nodeName"):
-                done.add(name)
-        self.unbound -= done
+    async def poll(self) -> int:
+        done = await self.server.call("bound", sorted(self.unbound))
+        self.unbound.difference_update(done)
         self.count += len(done)
         return self.count
 
 
-async def wait_for(predicate: Any, timeout: float, what: str, poll: float = 0.002) -> None:
+async def wait_bound(bound: Bound, total: int, timeout: float, poll: float) -> None:
     deadline = time.perf_counter() + timeout
-    while not predicate():
+    while await bound.poll() < total:
         if time.perf_counter() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
+            raise TimeoutError(f"timed out: {bound.count} of {total} bound")
         await asyncio.sleep(poll)
 
 
 def report(
-    case: str,
-    nodes: int,
-    pods: int,
-    seconds: float,
-    target: str,
-    ok: bool,
-    scheduler: LiveScheduler,
+    case: str, nodes: int, pods: int, seconds: float, target: str, ok: bool, **extra: Any
 ) -> None:
-    print(
-        json.dumps(
-            {
-                "case": f"Live/{case}",
-                "nodes": nodes,
-                "pods": pods,
-                "seconds": round(seconds, 3),
-                "pods_per_second": round(pods / seconds, 1),
-                "target": target,
-                "passed": ok,
-                "cycles": scheduler.cycles,
-                "write_status": scheduler.status is not None,
-                "python": platform.python_version(),
-            }
-        ),
-        flush=True,
-    )
+    line = {
+        "case": f"Live/{case}",
+        "nodes": nodes,
+        "pods": pods,
+        "seconds": round(seconds, 3),
+        "pods_per_second": round(pods / seconds, 1),
+        "target": target,
+        "passed": ok,
+        **extra,
+        "python": platform.python_version(),
+    }
+    print(json.dumps(line), flush=True)
 
 
-async def gang_case(nodes: int, size: int, write_status: bool) -> None:
-    async with connected(history=100_000) as (server, client):
-        for i in range(nodes):
-            server.put("v1", "nodes", node(f"node-{i:04d}"))
-        live = LiveScheduler(client, backoff=fast_backoff(), write_status=write_status)
-        async with live as scheduler:
-            server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup("big", size))
-            names = [f"big-{i:03d}" for i in range(size)]
-            for name in names:
-                server.put("v1", "pods", pod(name, "big"))
+def scheduler_for(client: KubeClient, write_status: bool) -> LiveScheduler:
+    return LiveScheduler(client, backoff=fast_backoff(), write_status=write_status)
+
+
+async def gang_case(nodes: int, size: int, write_status: bool, where: str) -> None:
+    async with server_for(where) as server:
+        await server.call("nodes", nodes)
+        config = config_for_server(server.url)
+        async with (
+            KubeClient(config, trust_env=False) as client,
+            scheduler_for(client, write_status) as scheduler,
+        ):
+            names = await server.call("gang", "big", size)
             store = scheduler.informers[PODS].store
-            await wait_for(lambda: all(f"{NS}/{n}" in store for n in names), 30.0, "informer")
-            started = time.perf_counter()
+            while not all(f"{NS}/{n}" in store for n in names):
+                await asyncio.sleep(0.002)
             bound = Bound(server)
             bound.add(names)
+            started = time.perf_counter()
             result = await scheduler.run_once()
-            await wait_for(lambda: bound.poll() == size, 30.0, "binds")
+            await wait_bound(bound, size, 30.0, poll=0.002)
             seconds = time.perf_counter() - started
             assert len(result.binds) == size, len(result.binds)
     ok = seconds < GANG_TARGET_SECONDS
-    report("gang", nodes, size, seconds, f"< {GANG_TARGET_SECONDS} s", ok, scheduler)
+    extra = {"server": where, "write_status": write_status, "cycles": scheduler.cycles}
+    report("gang", nodes, size, seconds, f"< {GANG_TARGET_SECONDS} s", ok, **extra)
 
 
 async def throughput_case(
@@ -181,36 +264,41 @@ async def throughput_case(
     interval: float,
     period: float,
     write_status: bool,
+    where: str,
 ) -> None:
-    async with connected(history=100_000) as (server, client):
-        for i in range(nodes):
-            server.put("v1", "nodes", node(f"node-{i:04d}"))
-        scheduler = LiveScheduler(client, backoff=fast_backoff(), write_status=write_status)
-        await scheduler.start()  # informers synced before timing; serve() finds them running
-        stop = asyncio.Event()
-        task = asyncio.create_task(scheduler.serve(stop, period=period))
-        bound = Bound(server)
-        started = time.perf_counter()
-        for first in range(0, total, batch):
-            for g in range(first // gang, min(total, first + batch) // gang):
-                server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup(f"g{g}", gang))
-                names = [f"g{g}-{m}" for m in range(gang)]
-                for name in names:
-                    server.put("v1", "pods", pod(name, f"g{g}"))
-                bound.add(names)
-            await asyncio.sleep(interval)
-        await wait_for(lambda: bound.poll() == total, 120.0, "binds", poll=0.02)
-        seconds = time.perf_counter() - started
-        stop.set()
-        await asyncio.wait_for(task, 10.0)
+    async with server_for(where) as server:
+        await server.call("nodes", nodes)
+        async with KubeClient(config_for_server(server.url), trust_env=False) as client:
+            scheduler = scheduler_for(client, write_status)
+            await scheduler.start()  # informers synced before timing; serve() finds them running
+            stop = asyncio.Event()
+            task = asyncio.create_task(scheduler.serve(stop, period=period))
+            bound = Bound(server)
+            started = time.perf_counter()
+            for first in range(0, total, batch):
+                for g in range(first // gang, min(total, first + batch) // gang):
+                    bound.add(await server.call("gang", f"g{g}", gang))
+                await asyncio.sleep(interval)
+            await wait_bound(bound, total, 120.0, poll=0.02)
+            seconds = time.perf_counter() - started
+            stop.set()
+            await asyncio.wait_for(task, 10.0)
+            events = scheduler.status.recorder.written if scheduler.status else 0
     rate = total / seconds
     target = f">= {THROUGHPUT_TARGET:g} pods/s"
-    report("throughput", nodes, total, seconds, target, rate >= THROUGHPUT_TARGET, scheduler)
+    extra = {
+        "server": where,
+        "write_status": write_status,
+        "cycles": scheduler.cycles,
+        "events_written": events,
+    }
+    report("throughput", nodes, total, seconds, target, rate >= THROUGHPUT_TARGET, **extra)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", choices=("gang", "throughput", "all"), default="all")
+    parser.add_argument("--server", choices=("process", "inprocess"), default="process")
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--gang-size", type=int, default=256)
     parser.add_argument("--pods", type=int, default=2000)
@@ -227,11 +315,18 @@ def main() -> None:
     status = not args.no_status
     logging.basicConfig(level=logging.WARNING)
     if args.case in ("gang", "all"):
-        asyncio.run(gang_case(args.nodes, args.gang_size, status))
+        asyncio.run(gang_case(args.nodes, args.gang_size, status, args.server))
     if args.case in ("throughput", "all"):
         asyncio.run(
             throughput_case(
-                args.nodes, args.pods, args.gang, args.batch, args.interval, args.period, status
+                args.nodes,
+                args.pods,
+                args.gang,
+                args.batch,
+                args.interval,
+                args.period,
+                status,
+                args.server,
             )
         )
 
