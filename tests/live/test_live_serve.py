@@ -296,7 +296,7 @@ def test_the_assume_cache_counts_until_the_informer_shows_the_pod_bound_or_gone(
 
 
 async def test_the_loop_binds_a_volcano_podgroup_whole() -> None:
-    from phalanx.live import VOLCANO_PODGROUPS
+    from phalanx.live import VOLCANO_PODGROUPS, VOLCANO_QUEUES
 
     group = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -307,6 +307,8 @@ async def test_the_loop_binds_a_volcano_podgroup_whole() -> None:
     async with connected() as (server, client):
         server.put("v1", "nodes", node("node-a"))
         async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            queue = {"metadata": {"name": "default"}, "spec": {"weight": 1}}
+            await client.create(VOLCANO_QUEUES, queue)  # Volcano's install creates it
             await client.create(VOLCANO_PODGROUPS, group)
             key = f"{NS}/vc"
             await eventually(

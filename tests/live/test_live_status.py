@@ -10,7 +10,8 @@ from apiserver.harness import connected, eventually, fast_backoff
 from test_live_recovery import events_about, settle_phases
 from test_live_serve import NS, bound_to, create_pod, node, pod
 
-from phalanx.live import PODGROUPS_SIGS, VOLCANO_PODGROUPS
+from phalanx.live import PODGROUPS_SIGS, VOLCANO_PODGROUPS, VOLCANO_QUEUES
+from phalanx.live.cache import ClusterCache
 from phalanx.live.group_status import Verdict, volcano_conditions, volcano_status
 from phalanx.live.loop import LiveScheduler
 
@@ -101,8 +102,23 @@ def test_volcano_conditions_replace_by_type_and_keep_transition_times() -> None:
     assert volcano_conditions(placed, None, T1) == placed  # no verdict: untouched
 
 
+def queue(name: str, state: str) -> dict[str, Any]:
+    return {
+        "apiVersion": VOLCANO,
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1},
+        "status": {"state": state},
+    }
+
+
 # -- through the loop ------------------------------------------------------------------------
 async def create_volcano_group(scheduler: LiveScheduler, obj: dict[str, Any]) -> None:
+    """Create a Volcano PodGroup; its queue ``default`` too, as installing Volcano does."""
+    queues = scheduler.informers[VOLCANO_QUEUES].store
+    if obj["spec"]["queue"] == "default" and "default" not in queues:
+        await scheduler.client.create(VOLCANO_QUEUES, queue("default", "Open"))
+        await eventually(lambda: "default" in queues, what="default queue")
     await scheduler.client.create(VOLCANO_PODGROUPS, obj)
     store = scheduler.informers[VOLCANO_PODGROUPS].store
     await eventually(lambda: f"{NS}/{obj['metadata']['name']}" in store, what="volcano group")
@@ -189,3 +205,50 @@ async def test_the_older_scheduler_plugins_group_gets_its_status_too() -> None:
             assert status["phase"] == "Scheduling" and status["scheduleStartTime"]
             (event,) = events_about(server, "old", "Scheduled")
             assert event["regarding"]["apiVersion"] == "scheduling.sigs.k8s.io/v1alpha1"
+
+
+# -- Volcano queues --------------------------------------------------------------------------
+async def test_a_volcano_group_waits_until_its_queue_exists_and_is_open() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await create_volcano_group(scheduler, volcano_group("vc", 2, queue="research"))
+            for i in range(2):
+                await create_pod(scheduler, client, volcano_pod(f"vc-{i}", "vc"))
+            key = f"{NS}/vc"
+            result = await scheduler.run_once(1.0)
+            assert result.binds == [] and result.waiting[key].reason == "QueueMissing"
+            assert "'research' does not exist" in result.waiting[key].message
+            waiting = condition(status_of(server, VOLCANO, "vc"), "Unschedulable")
+            assert waiting["reason"] == "QueueMissing"
+
+            queues = scheduler.informers[VOLCANO_QUEUES].store
+            server.put(VOLCANO, "queues", queue("research", "Closed"))
+            await eventually(lambda: "research" in queues, what="queue")
+            result = await scheduler.run_once(2.0)
+            assert result.binds == [] and result.waiting[key].reason == "QueueClosed"
+
+            server.put(VOLCANO, "queues", queue("research", "Open"))
+            await eventually(
+                lambda: queues["research"]["status"]["state"] == "Open", what="queue open"
+            )
+            result = await scheduler.run_once(3.0)
+            assert len(result.binds) == 2
+        assert [bound_to(server, f"vc-{i}") for i in range(2)] == ["node-a", "node-a"]
+
+
+def test_queues_are_not_checked_when_volcano_is_not_installed() -> None:
+    group = {
+        **volcano_group("vc", 1, queue="anything"),
+        "metadata": {"name": "vc", "namespace": NS},
+    }
+    cache = ClusterCache()
+    snapshot = cache.build(nodes=[node("node-a")], pods=[], volcano_podgroups=[group], now=1.0)
+    assert snapshot.state.gangs[f"{NS}/vc"].hold is None
+    snapshot = cache.build(
+        nodes=[node("node-a")], pods=[], volcano_podgroups=[group], volcano_queues=[], now=2.0
+    )
+    assert snapshot.state.gangs[f"{NS}/vc"].hold == (
+        "QueueMissing",
+        "Volcano queue 'anything' does not exist",
+    )

@@ -82,6 +82,8 @@ class GangInfo:
     pipelined: int = 0
     placed_by_role: Counter[str] = field(default_factory=Counter)
     invalid: str | None = None
+    #: (reason, message) while something outside the gang holds it back (e.g. its queue)
+    hold: tuple[str, str] | None = None
     condition: Condition | None = None
     timed_out: bool = False
     failures: int = 0

@@ -29,6 +29,9 @@ Rules:
   names becomes a gang ``WORKLOAD-PODGROUP[-REPLICAKEY]`` of ``minCount``; pods of a ``basic``
   pod group are scheduled one by one; pods of a missing Workload (or of a pod group the
   Workload does not list) wait as members of a missing gang, like kube-scheduler's PreEnqueue.
+- Volcano PodGroups wait (reason ``QueueMissing`` / ``QueueClosed``) while their ``spec.queue``
+  does not exist or is ``Closed``/``Closing``, as Volcano holds them — checked only when the
+  Queue API is served (no Volcano installed: queue names are not checked).
 - The :class:`ResourceIndex` covers every resource name any node offers or any pod requests.
 """
 
@@ -57,6 +60,7 @@ from phalanx.k8s import (
     workload_from_dict,
     workload_ref,
 )
+from phalanx.k8s.objects import VOLCANO_GROUP
 from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 
 logger = logging.getLogger(__name__)
@@ -148,6 +152,18 @@ def _key(obj: Obj) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
+def queue_hold(name: str, queues: dict[str, Obj]) -> tuple[str, str] | None:
+    """Why a Volcano PodGroup of queue ``name`` may not be scheduled, as Volcano rules it: its
+    queue must exist and be ``Open`` (a ``Closed`` or ``Closing`` queue takes no new work)."""
+    queue = queues.get(name)
+    if queue is None:
+        return ("QueueMissing", f"Volcano queue {name!r} does not exist")
+    state = (queue.get("status") or {}).get("state")
+    if state in ("Closed", "Closing"):
+        return ("QueueClosed", f"Volcano queue {name!r} is {state}")
+    return None
+
+
 class ClusterCache:
     """Builds per-cycle snapshots and keeps the assume cache between cycles."""
 
@@ -217,12 +233,14 @@ class ClusterCache:
         podgroups_sigs: Iterable[Obj] = (),
         volcano_podgroups: Iterable[Obj] = (),
         workloads: Iterable[Obj] = (),
+        volcano_queues: Iterable[Obj] | None = None,
         now: float,
     ) -> Snapshot:
         """A fresh state from the stores' current objects (O(objects); see the module doc).
 
         Each PodGroup store may hold any of the three PodGroup API groups (the converter reads
-        ``apiVersion``); ``workloads`` holds ``scheduling.k8s.io`` Workloads.
+        ``apiVersion``); ``workloads`` holds ``scheduling.k8s.io`` Workloads; ``volcano_queues``
+        the Volcano Queues, or None when that API is not served (then queues are not checked).
         """
         self.rejected = {}
         priority_classes = list(priority_classes)
@@ -305,8 +323,12 @@ class ClusterCache:
             names.update(pod_spec.requests)
         state = ClusterState(node_specs, ResourceIndex(names))
         snapshot = Snapshot(state, assumed=assumed)
+        queues = None if volcano_queues is None else {_key(q): q for q in volcano_queues}
         for gang in gang_specs.values():
-            self._carry_over(state.add_gang(gang, now))
+            info = state.add_gang(gang, now)
+            self._carry_over(info)
+            if queues is not None and gang.api == VOLCANO_GROUP:
+                info.hold = queue_hold(gang.queue, queues)
         position = {name: i for i, name in enumerate(state.table.names)}
         for spec, node_name, obj in bound:
             where = position.get(node_name)

@@ -31,6 +31,7 @@ from phalanx.live.resources import (
     PODS,
     PRIORITY_CLASSES,
     VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
     WORKLOADS,
     Resource,
 )
@@ -62,11 +63,16 @@ class GangReport:
 
 
 async def _list(client: KubeClient, resource: Resource) -> list[Obj]:
+    return await _list_served(client, resource) or []
+
+
+async def _list_served(client: KubeClient, resource: Resource) -> list[Obj] | None:
+    """The objects, or None when the API is not served (a CRD or alpha API not installed)."""
     try:
         return (await client.list(resource)).items
     except ApiError as exc:
         if exc.not_found:
-            return []  # the CRD (or alpha API) is not installed
+            return None
         raise
 
 
@@ -107,6 +113,7 @@ async def explain(
         volcano_podgroups=groups[VOLCANO_PODGROUPS],
         workloads=workloads,
         priority_classes=classes,
+        volcano_queues=await _list_served(client, VOLCANO_QUEUES),
         now=now,
     )
     state = snapshot.state

@@ -1,8 +1,8 @@
 """The live scheduling loop: the simulator's engine, binding through the Kubernetes API.
 
 :class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses and every gang API
-(PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``,
-``scheduling.k8s.io`` Workloads). One cycle (:meth:`LiveScheduler.run_once`):
+(PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``
+with Volcano's Queues, ``scheduling.k8s.io`` Workloads). One cycle (:meth:`LiveScheduler.run_once`):
 
 1. rebuild a :class:`~phalanx.cluster.state.ClusterState` from the stores
    (:class:`~phalanx.live.cache.ClusterCache`, assume cache included);
@@ -60,6 +60,7 @@ from phalanx.live.resources import (
     PODS,
     PRIORITY_CLASSES,
     VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
     WORKLOADS,
     Resource,
     object_key,
@@ -157,6 +158,7 @@ class LiveScheduler:
                 PODGROUPS,
                 PODGROUPS_SIGS,
                 VOLCANO_PODGROUPS,
+                VOLCANO_QUEUES,
                 WORKLOADS,
                 PRIORITY_CLASSES,
             )
@@ -272,6 +274,9 @@ class LiveScheduler:
             volcano_podgroups=self.objects(VOLCANO_PODGROUPS),
             workloads=self.objects(WORKLOADS),
             priority_classes=self.objects(PRIORITY_CLASSES),
+            volcano_queues=(
+                None if self.informers[VOLCANO_QUEUES].missing else self.objects(VOLCANO_QUEUES)
+            ),
             now=now,
         )
 

@@ -34,6 +34,8 @@ class Gang:
         for pod in unit.pods:
             if pod.invalid:
                 return ("Invalid", f"pod {pod.key} {pod.invalid}")
+        if gang.hold is not None:
+            return gang.hold
         if gang.implicit or gang.ready():
             return None
         alive = [pod for pod in gang.members if pod.status not in _GONE]
