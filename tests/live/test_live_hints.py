@@ -8,7 +8,7 @@ import pytest
 from apiserver.harness import connected, fast_backoff
 from test_live_serve import NS, node, pod, podgroup
 
-from phalanx.live import PODGROUPS, events
+from phalanx.live import PODGROUPS, VOLCANO_QUEUES, events
 from phalanx.live.cache import ClusterCache
 from phalanx.live.loop import LiveScheduler, pod_event_wakes
 
@@ -48,6 +48,10 @@ async def test_status_only_updates_of_a_podgroup_do_not_wake_the_loop() -> None:
         assert wakes("MODIFIED", changed)
         assert wakes("DELETED", changed)
         assert wakes("MODIFIED", changed)  # forgotten on delete: seen anew
+        queue = {"metadata": {"name": "q", "generation": 1}, "status": {"state": "Open"}}
+        scheduler._wake.clear()
+        scheduler._on_event(VOLCANO_QUEUES, "MODIFIED", queue)  # a queue's state is its status
+        assert scheduler._wake.is_set()
 
 
 def test_unchanged_objects_are_converted_once() -> None:

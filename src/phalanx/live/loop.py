@@ -223,10 +223,10 @@ class LiveScheduler:
     def _on_event(self, resource: Resource, kind: str, obj: Obj) -> None:
         if resource is PODS:
             wakes = pod_event_wakes(kind, obj, self.scheduler_name)
-        elif resource.custom or resource is WORKLOADS:
-            wakes = self._spec_changed(resource, kind, obj)
+        elif resource is VOLCANO_QUEUES or not (resource.custom or resource is WORKLOADS):
+            wakes = True  # nodes and queues (what matters is in their status), priority classes
         else:
-            wakes = True  # nodes (their changes are in status), priority classes
+            wakes = self._spec_changed(resource, kind, obj)
         if wakes:
             self._wake.set()
 
