@@ -8,7 +8,16 @@ from typing import Any
 from apiserver import FakeApiServer
 from apiserver.harness import connected, eventually, fast_backoff
 from test_live_recovery import events_about, settle_phases
-from test_live_serve import NS, bound_to, create_pod, node, pod
+from test_live_serve import (
+    NS,
+    bound_to,
+    create_group,
+    create_pod,
+    node,
+    pod,
+    podgroup,
+    scheduled_condition,
+)
 
 from phalanx.live import PODGROUPS_SIGS, VOLCANO_PODGROUPS, VOLCANO_QUEUES
 from phalanx.live.cache import ClusterCache
@@ -252,3 +261,30 @@ def test_queues_are_not_checked_when_volcano_is_not_installed() -> None:
         "QueueMissing",
         "Volcano queue 'anything' does not exist",
     )
+
+
+# -- objects phalanx cannot use --------------------------------------------------------------
+async def test_a_malformed_podgroup_and_a_missing_one_get_events_and_explanations() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a"))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await create_group(scheduler, client, podgroup("broken", 0))
+            await create_pod(scheduler, client, pod("broken-0", group="broken"))
+            await create_pod(scheduler, client, pod("lost-0", group="nowhere"))
+            await create_pod(scheduler, client, pod("solo"))
+            await scheduler.run_once(1.0)
+            await scheduler.run_once(2.0)  # once per object version: no second Invalid event
+            (event,) = events_about(server, "broken", "Invalid")
+            assert event["type"] == "Warning" and event["regarding"]["kind"] == "PodGroup"
+            assert "spec.minMember" in event["note"]
+            (event,) = events_about(server, "broken-0", "FailedScheduling")
+            assert event["note"].startswith(
+                f"PodGroup {NS}/broken (scheduling.x-k8s.io) is invalid"
+            )
+            (event,) = events_about(server, "lost-0", "FailedScheduling")
+            assert event["note"] == f"PodGroup {NS}/nowhere (scheduling.x-k8s.io) does not exist"
+            lost = scheduled_condition(server, "lost-0")
+            assert lost is not None and lost["reason"] == "Unschedulable"
+            assert lost["message"] == event["note"]
+        assert bound_to(server, "solo") == "node-a"  # the others keep scheduling
+        assert bound_to(server, "broken-0") is None and bound_to(server, "lost-0") is None

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -48,7 +48,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
-from phalanx.cluster.workloads import GangInfo
+from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.k8s import (
     WORKLOAD_GROUP,
     PriorityTable,
@@ -152,6 +152,19 @@ def _key(obj: Obj) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
+def orphan_message(key: str, pods: Iterable[PodInfo], rejected: Mapping[str, str]) -> str:
+    """Why pods wait for the gang object ``key`` that the state does not have: it does not
+    exist, or it was rejected (``rejected``: :attr:`ClusterCache.rejected`)."""
+    ref = next((p.spec.gang for p in pods if p.spec.gang is not None), None)
+    api = ref.api if ref is not None else ""
+    if api == WORKLOAD_GROUP:
+        return f"Workload pod group {key} ({api}) does not exist"
+    why = rejected.get(f"PodGroup/{key}")
+    if why is not None:
+        return f"PodGroup {key} ({api}) is invalid: {why}"
+    return f"PodGroup {key} ({api}) does not exist"
+
+
 def queue_hold(name: str, queues: dict[str, Obj]) -> tuple[str, str] | None:
     """Why a Volcano PodGroup of queue ``name`` may not be scheduled, as Volcano rules it: its
     queue must exist and be ``Open`` (a ``Closed`` or ``Closing`` queue takes no new work)."""
@@ -172,8 +185,9 @@ class ClusterCache:
         self.assumed: dict[str, Assumption] = {}
         #: (kind, key, resourceVersion) of objects already warned about.
         self._warned: set[tuple[str, str, str]] = set()
-        #: kind/key → why the object was skipped in the last build.
+        #: kind/key → why the object was skipped in the last build (and the object).
         self.rejected: dict[str, str] = {}
+        self.rejected_objects: dict[str, Obj] = {}
         #: dict → spec conversions of unchanged objects are reused between builds.
         self.conversions = Conversions()
         #: the gangs of the last build: what the engine learnt about them carries over
@@ -190,6 +204,7 @@ class ClusterCache:
     def _skip(self, kind: str, obj: Obj, exc: InputError) -> None:
         key = _key(obj)
         self.rejected[f"{kind}/{key}"] = exc.line()
+        self.rejected_objects[f"{kind}/{key}"] = obj
         marker = (kind, key, str(_meta(obj).get("resourceVersion") or ""))
         if marker not in self._warned:
             self._warned.add(marker)
@@ -243,6 +258,7 @@ class ClusterCache:
         the Volcano Queues, or None when that API is not served (then queues are not checked).
         """
         self.rejected = {}
+        self.rejected_objects = {}
         priority_classes = list(priority_classes)
         table = self._priorities(priority_classes)
         salt = tuple(

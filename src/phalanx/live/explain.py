@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from phalanx.api.quantity import format_units
 from phalanx.api.specs import Resources
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
-from phalanx.live.cache import ClusterCache, Obj
+from phalanx.live.cache import ClusterCache, Obj, orphan_message
 from phalanx.live.client import KubeClient
 from phalanx.live.errors import ApiError
 from phalanx.live.resources import (
@@ -175,7 +175,6 @@ async def explain(
         gang_ns, _, gang_name = key.partition("/")
         ref = pending[0].spec.gang
         api = ref.api if ref is not None else ""
-        what = "Workload pod group" if api == "scheduling.k8s.io" else "PodGroup"
         reports.append(
             GangReport(
                 namespace=gang_ns,
@@ -189,7 +188,7 @@ async def explain(
                 needs=_needs(pending),
                 fits=False,
                 reason="GroupMissing",
-                message=f"{what} {key} ({api}) does not exist (or was rejected)",
+                message=orphan_message(key, orphans, cache.rejected),
             )
         )
     reports = [

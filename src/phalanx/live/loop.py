@@ -40,7 +40,7 @@ from typing import Any
 
 from phalanx.cluster.workloads import Condition, PodInfo, PodStatus
 from phalanx.framework.session import CycleResult
-from phalanx.live.cache import ClusterCache, Obj, Snapshot
+from phalanx.live.cache import ClusterCache, Obj, Snapshot, orphan_message
 from phalanx.live.client import KubeClient
 from phalanx.live.errors import ApiError, LiveError, TransportError
 from phalanx.live.informer import Backoff, Informer
@@ -291,6 +291,8 @@ class LiveScheduler:
         self.cycles += 1
         await self.partial.retry_undos()
         snapshot = self._snapshot = self.snapshot(now)
+        if self.status is not None:
+            self.status.invalid(self.cache.rejected_objects, self.cache.rejected)
         self.partial.apply_backoff(snapshot.state)
         result = self.scheduler.cycle(snapshot.state, now)
         semaphore = asyncio.Semaphore(self.bind_concurrency)
@@ -408,28 +410,41 @@ class LiveScheduler:
     async def _explain(
         self, snapshot: Snapshot, waiting: dict[str, Condition], semaphore: asyncio.Semaphore
     ) -> None:
-        """``PodScheduled=False`` (and ``FailedScheduling`` events) on the waiting pods."""
+        """``PodScheduled=False`` (and ``FailedScheduling`` events) on the waiting pods: those
+        of waiting gangs, and those whose gang object is missing or was rejected."""
         patches: list[Coroutine[Any, Any, object]] = []
         for ident, condition in waiting.items():
             gang = snapshot.state.gangs.get(ident)
-            if gang is None:
-                continue
-            pending = [
-                snapshot.pods[pod.key]
-                for pod in gang.members
-                if pod.status is PodStatus.PENDING
-                and pod.spec.scheduler_name == self.scheduler_name
-                and pod.key in snapshot.pods
-            ]
-            if self.status is not None:
+            if gang is not None:
                 group = None if gang.implicit else self._group(ident)
-                self.status.failed_scheduling(group, pending, condition.message)
-            patches += [
-                self._patch(obj, condition.message, semaphore)
-                for obj in pending
-                if not _explained(obj, condition.message)
-            ]
+                patches += self._waiting(
+                    snapshot, gang.members, condition.message, group, semaphore
+                )
+        for key, pods in snapshot.state.orphans.items():
+            message = orphan_message(key, pods, self.cache.rejected)
+            patches += self._waiting(snapshot, pods, message, None, semaphore)
         await asyncio.gather(*patches)
+
+    def _waiting(
+        self,
+        snapshot: Snapshot,
+        members: Iterable[PodInfo],
+        message: str,
+        group: Obj | None,
+        semaphore: asyncio.Semaphore,
+    ) -> list[Coroutine[Any, Any, object]]:
+        pending = [
+            snapshot.pods[pod.key]
+            for pod in members
+            if pod.status is PodStatus.PENDING
+            and pod.spec.scheduler_name == self.scheduler_name
+            and pod.key in snapshot.pods
+        ]
+        if self.status is not None:
+            self.status.failed_scheduling(group, pending, message)
+        return [
+            self._patch(obj, message, semaphore) for obj in pending if not _explained(obj, message)
+        ]
 
     async def _patch(self, obj: Obj, message: str, semaphore: asyncio.Semaphore) -> None:
         condition = pod_condition("PodScheduled", "False", reason="Unschedulable", message=message)

@@ -17,6 +17,7 @@ Design:
   pod and on the group when a gang binds; ``FailedScheduling`` (Warning) with the gang's
   explanation on the group and its pending pods when it waits — only when the message changed
   since the last one for that object (remembered in memory, so a restart repeats it once).
+  A Warning ``Invalid`` Event goes on every object the cache rejected, once per version.
   They go through an :class:`~phalanx.live.events.EventRecorder`: queued, written in the
   background, so binds never wait for them.
 """
@@ -57,6 +58,9 @@ from phalanx.live.resources import object_key as _object_key
 from phalanx.live.writes import patch_status
 
 logger = logging.getLogger(__name__)
+
+#: The Event reason on an object phalanx cannot use (a malformed PodGroup, Pod, Node...).
+INVALID = "Invalid"
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -104,6 +108,8 @@ class StatusWriter:
         self.recorder = events.EventRecorder(client)
         #: (API group, group key) → the managed status last written.
         self._written: dict[tuple[str, str], Obj] = {}
+        #: (kind/key, resourceVersion) of rejected objects already given an ``Invalid`` Event.
+        self._invalid: set[tuple[str, str]] = set()
         #: (kind, key) → the last FailedScheduling message emitted about it.
         self._failed: dict[tuple[str, str], str] = {}
 
@@ -183,6 +189,19 @@ class StatusWriter:
             note = f"gang of {len(binds)} pods bound to {len(nodes)} nodes: {', '.join(nodes)}"
             self._emit(group, events.SCHEDULED, note, events.NORMAL)
             self._failed.pop((str(group.get("kind")), _object_key(group)), None)
+
+    def invalid(self, objects: Mapping[str, Obj], why: Mapping[str, str]) -> int:
+        """A Warning ``Invalid`` Event on each object the cache rejected (``objects`` and
+        ``why``: ``kind/key`` → the object, → its one-line error), once per object version."""
+        emitted = 0
+        for marker, obj in objects.items():
+            version = (marker, str(_meta(obj).get("resourceVersion") or ""))
+            if version in self._invalid:
+                continue
+            self._invalid.add(version)
+            self._emit(obj, INVALID, why.get(marker, "invalid"), events.WARNING)
+            emitted += 1
+        return emitted
 
     def failed_scheduling(self, group: Obj | None, pods: Iterable[Obj], message: str) -> int:
         """``FailedScheduling`` on ``group`` and ``pods`` whose last message differs; how many."""
