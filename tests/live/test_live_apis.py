@@ -10,6 +10,7 @@ import pytest
 from apiserver.harness import connected
 from test_live_serve import NS, node, pod
 
+from phalanx.api.errors import InputError
 from phalanx.cli.explain import add_parser, run_explain
 from phalanx.live.cache import ClusterCache
 from phalanx.live.explain import explain, render
@@ -179,3 +180,28 @@ def test_explain_arguments() -> None:
     assert root.parse_args(["explain"]).target is None
     with pytest.raises(SystemExit):
         root.parse_args(["explain", "deployment/x"])
+
+
+async def test_explain_uses_the_settings_file_of_serve(tmp_path: Path) -> None:
+    async with connected() as (server, _client):
+        for name in ("node-a", "node-b"):
+            server.put("v1", "nodes", node(name))
+        server.put("v1", "pods", pod("placed", node_name="node-a"))  # node-a is busier
+        server.put("v1", "pods", pod("lone", scheduler="gangs"))
+        kubeconfig = server.kubeconfig(tmp_path / "config")
+        settings = tmp_path / "phalanx.yaml"
+        root = argparse.ArgumentParser(prog="phalanx")
+        add_parser(root.add_subparsers(dest="command"))
+
+        async def placement(text: str) -> dict[str, list[str]]:
+            settings.write_text(text)
+            argv = ["explain", "--kubeconfig", str(kubeconfig), "--config", str(settings)]
+            (report,) = await run_explain(root.parse_args(argv))
+            return report.placement
+
+        # binpack (the default) stacks onto the busier node; spread picks the emptier one
+        assert await placement("schedulerName: gangs\n") == {"node-a": ["lone"]}
+        spread = "schedulerName: gangs\nscoring: {spread: 1}\n"
+        assert await placement(spread) == {"node-b": ["lone"]}
+        with pytest.raises(InputError, match=r"scoring\.fgd"):
+            await placement("scoring: {fgd: 1}\n")

@@ -1,10 +1,11 @@
 """``phalanx explain``: why do gangs wait in the cluster, and where would they go now?
 
-Usage: ``phalanx explain [--kubeconfig PATH] [-n NAMESPACE] [--scheduler-name NAME]
-[podgroup/NAME]``. Connects like ``phalanx serve``, lists the cluster once, runs one scheduling
-cycle in memory (nothing is bound or written) and prints, for each waiting gang, the engine's
-explanation, what the gang needs and the best placement available now
-(:mod:`phalanx.live.explain`).
+Usage: ``phalanx explain [--kubeconfig PATH] [--config FILE] [-n NAMESPACE]
+[--scheduler-name NAME] [podgroup/NAME]``. Connects like ``phalanx serve``, lists the cluster
+once, runs one scheduling cycle in memory (nothing is bound or written) and prints, for each
+waiting gang, the engine's explanation, what the gang needs and the best placement available
+now (:mod:`phalanx.live.explain`). ``--config`` reads ``phalanx serve``'s settings file, so the
+cycle uses the same scheduler name, policy and scoring weights as the running scheduler.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import IO
 from phalanx.live import KubeClient, LiveError, load_config
 from phalanx.live.explain import GangReport, explain, render
 from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
+from phalanx.live.settings import ServeSettings, load_settings
 
 _KINDS = ("podgroup", "podgroups", "pg", "gang", "workload")
 
@@ -42,12 +44,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--kubeconfig", metavar="PATH", help="kubeconfig file (default: in-cluster or ~/.kube)"
     )
+    parser.add_argument(
+        "--config", metavar="FILE", help="phalanx serve's settings file (policy, scoring, name)"
+    )
     parser.add_argument("-n", "--namespace", metavar="NAMESPACE", help="only this namespace")
     parser.add_argument(
         "--scheduler-name",
-        default=DEFAULT_SCHEDULER_NAME,
         metavar="NAME",
-        help="the schedulerName of the pods phalanx places (default: %(default)s)",
+        help=f"the schedulerName of the pods phalanx places (default: {DEFAULT_SCHEDULER_NAME})",
     )
     parser.add_argument(
         "target",
@@ -59,13 +63,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 async def run_explain(args: argparse.Namespace) -> list[GangReport]:
+    settings = load_settings(args.config) if args.config else ServeSettings()
     config = load_config(args.kubeconfig)
     async with KubeClient(config) as client:
         return await explain(
             client,
             namespace=args.namespace,
             name=args.target,
-            scheduler_name=args.scheduler_name,
+            scheduler_name=args.scheduler_name or settings.scheduler_name,
+            policy=settings.policy,
+            scorers=settings.scoring,
         )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from phalanx.api.quantity import format_units
@@ -35,7 +36,7 @@ from phalanx.live.resources import (
     WORKLOADS,
     Resource,
 )
-from phalanx.policies import Scheduler, get_policy
+from phalanx.policies import Scheduler, Scorer, get_policy
 
 
 @dataclass
@@ -95,6 +96,7 @@ async def explain(
     name: str | None = None,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
     policy: str = "phalanx",
+    scorers: Sequence[Scorer] | None = None,
     now: float | None = None,
 ) -> list[GangReport]:
     """Reports for the waiting gangs (of ``namespace``, named ``name``, when given)."""
@@ -117,7 +119,7 @@ async def explain(
         now=now,
     )
     state = snapshot.state
-    scheduler = Scheduler(get_policy(policy))
+    scheduler = Scheduler(get_policy(policy), scorers=scorers)
     scheduler.config = dataclasses.replace(
         scheduler.config, scheduler_names=frozenset({scheduler_name})
     )
