@@ -143,6 +143,14 @@ def test_cluster_role_grants_exactly_the_verbs_used(docs: list[dict[str, Any]]) 
     ]
 
 
+def test_eviction_is_granted_only_when_asked_for(docs: list[dict[str, Any]]) -> None:
+    evicting = run_cli("--allow-evict")
+    extra = triples(one(evicting, "ClusterRole")["rules"]) - triples(
+        one(docs, "ClusterRole")["rules"]
+    )
+    assert extra == {("", "pods/eviction", "create")}
+
+
 def test_lease_access_is_namespaced(docs: list[dict[str, Any]]) -> None:
     role = one(docs, "Role")
     assert role["metadata"]["namespace"] == "phalanx-system"

@@ -43,6 +43,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the schedulerName pods ask for (default: %(default)s)",
     )
     parser.add_argument(
+        "--allow-evict",
+        action="store_true",
+        help="also grant pods/eviction create (for recovery.undo: evict in the settings file)",
+    )
+    parser.add_argument(
         "--example",
         action="store_true",
         help=(
@@ -57,7 +62,10 @@ def manifests_command(args: argparse.Namespace, out: IO[str]) -> int:
         docs = example_gang(scheduler_name=args.scheduler_name)
     else:
         docs = install_manifests(
-            namespace=args.namespace, image=args.image, scheduler_name=args.scheduler_name
+            namespace=args.namespace,
+            image=args.image,
+            scheduler_name=args.scheduler_name,
+            evict=args.allow_evict,
         )
     yaml.safe_dump_all(docs, out, sort_keys=False, default_flow_style=False)
     return 0

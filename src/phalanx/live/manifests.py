@@ -44,10 +44,13 @@ def _rule(groups: tuple[str, ...], resources: tuple[str, ...], verbs: tuple[str,
     return {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
 
 
-def cluster_rules() -> list[Manifest]:
-    """Cluster-wide rules: exactly the verbs ``phalanx serve`` uses."""
+def cluster_rules(evict: bool = False) -> list[Manifest]:
+    """Cluster-wide rules: exactly the verbs ``phalanx serve`` uses (``evict``: also
+    ``pods/eviction`` ``create``, for ``recovery.undo: evict``)."""
     read = ("get", "list", "watch")
+    eviction = [_rule(("",), ("pods/eviction",), ("create",))] if evict else []
     return [
+        *eviction,
         _rule(("",), ("pods",), (*read, "delete")),
         _rule(("",), ("pods/binding",), ("create",)),
         _rule(("",), ("pods/status",), ("patch",)),
@@ -174,8 +177,11 @@ def install_manifests(
     namespace: str = DEFAULT_NAMESPACE,
     image: str = DEFAULT_IMAGE,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    *,
+    evict: bool = False,
 ) -> list[Manifest]:
-    """Everything ``phalanx serve`` needs in a cluster, in apply order."""
+    """Everything ``phalanx serve`` needs in a cluster, in apply order (``evict``: the RBAC
+    also lets it evict, for ``recovery.undo: evict``)."""
     _check(namespace, _DNS_LABEL, "--namespace", "a DNS-1123 label")
     _check(scheduler_name, _DNS_SUBDOMAIN, "--scheduler-name", "a DNS-1123 subdomain")
     if not image or any(c.isspace() for c in image):
@@ -257,7 +263,7 @@ def install_manifests(
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": meta(f"{name}-scheduler", namespaced=False),
-            "rules": cluster_rules(),
+            "rules": cluster_rules(evict),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -15,7 +15,7 @@ defaults below. Example::
       bindRetries: 3
       retryDelay: 0.05     # seconds, doubled per retry
       partialBindLimit: 30 # longest a gang may stay bound below its minimum
-      undo: delete         # delete | evict (evict needs pods/eviction create in the RBAC)
+      undo: delete         # delete | evict (evict: phalanx manifests --allow-evict)
       requeueInitial: 1    # backoff of an undone gang, doubled up to requeueMax
       requeueMax: 60
     leaderElection:
