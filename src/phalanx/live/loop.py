@@ -16,12 +16,14 @@ with Volcano's Queues, ``scheduling.k8s.io`` Workloads). One cycle (:meth:`LiveS
    still below its minimum is handed to :class:`~phalanx.live.recovery.PartialBinds` (undo,
    event, requeue with backoff);
 4. for each waiting gang, set ``PodScheduled=False, reason=Unschedulable`` with the gang's
-   explanation on every pending member — only when the condition changed;
+   explanation on every pending member — only when the condition changed
+   (:mod:`phalanx.live.waiting`);
 5. with ``write_status`` (default), :class:`~phalanx.live.status.StatusWriter` writes
    ``Scheduled`` / ``FailedScheduling`` Events and each PodGroup's status in its API's
    vocabulary (:mod:`phalanx.live.group_status`).
 
-:meth:`LiveScheduler.serve` runs cycles on informer events (debounced) and every ``period``.
+:meth:`LiveScheduler.serve` runs cycles on informer events that pass the queueing hints
+(:mod:`phalanx.live.hints`; debounced) and every ``period``.
 Nothing is kept that the API cannot rebuild: a restarted scheduler lists, finds gangs bound
 in full, in part or not at all, and carries on (:meth:`PartialBinds.watch` undoes what a
 stopped scheduler left half bound).
@@ -34,15 +36,15 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import Any
 
-from phalanx.cluster.workloads import Condition, PodInfo, PodStatus
+from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.session import CycleResult
-from phalanx.live.cache import ClusterCache, Obj, Snapshot, orphan_message
+from phalanx.live.cache import ClusterCache, Obj, Snapshot
 from phalanx.live.client import KubeClient
 from phalanx.live.errors import ApiError, LiveError, TransportError
+from phalanx.live.hints import WakeHints, pod_event_wakes
 from phalanx.live.informer import Backoff, Informer
 from phalanx.live.recovery import (
     PARTIAL_BIND_RECOVERED,
@@ -63,10 +65,10 @@ from phalanx.live.resources import (
     VOLCANO_QUEUES,
     WORKLOADS,
     Resource,
-    object_key,
 )
 from phalanx.live.status import StatusWriter, plan, podgroup_resource, with_kind
-from phalanx.live.writes import bind, patch_pod_status, pod_condition
+from phalanx.live.waiting import Explainer
+from phalanx.live.writes import bind
 from phalanx.policies import Scheduler, Scorer, get_policy
 
 logger = logging.getLogger(__name__)
@@ -74,47 +76,19 @@ logger = logging.getLogger(__name__)
 #: After an informer event, wait this long for more before running a cycle.
 DEFAULT_DEBOUNCE = 0.05
 
-__all__ = ["DEFAULT_DEBOUNCE", "PARTIAL_BIND_RECOVERED", "LiveScheduler", "RecoveryConfig"]
+__all__ = [
+    "DEFAULT_DEBOUNCE",
+    "PARTIAL_BIND_RECOVERED",
+    "LiveScheduler",
+    "RecoveryConfig",
+    "pod_event_wakes",
+]
 
 
 def _retriable(exc: LiveError) -> bool:
     if isinstance(exc, TransportError):
         return True
     return isinstance(exc, ApiError) and (exc.status >= 500 or exc.status in (0, 429))
-
-
-def pod_event_wakes(kind: str, obj: Obj, scheduler_name: str) -> bool:
-    """Queueing hint: can this Pod event make a waiting gang schedulable (run a cycle now)?
-
-    A deleted or finished pod frees room; a pending pod of ours may complete a gang. A bound
-    pod that is added or changes without finishing frees nothing (a terminating pod keeps its
-    resources until it is deleted) — most of these are our own binds coming back — and another
-    scheduler's pending pod holds nothing. Those wait for the next periodic cycle.
-    """
-    if kind == "DELETED":
-        return True
-    if ((obj.get("status") or {}).get("phase")) in ("Succeeded", "Failed"):
-        return True
-    spec = obj.get("spec") or {}
-    return not spec.get("nodeName") and spec.get("schedulerName") == scheduler_name
-
-
-def _scheduled_condition(obj: Obj) -> Obj | None:
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
-            return condition
-    return None
-
-
-def _explained(obj: Obj, message: str) -> bool:
-    """Whether the pod already shows ``PodScheduled=False/Unschedulable`` with ``message``."""
-    current = _scheduled_condition(obj)
-    return (
-        current is not None
-        and current.get("status") == "False"
-        and current.get("reason") == "Unschedulable"
-        and current.get("message") == message
-    )
 
 
 class LiveScheduler:
@@ -176,9 +150,9 @@ class LiveScheduler:
         self.status = StatusWriter(client, controller=scheduler_name) if write_status else None
         self.cycles = 0
         self._snapshot: Snapshot | None = None
+        self.explainer = Explainer(client, scheduler_name, self.status)
+        self.hints = WakeHints(scheduler_name)
         self._wake = asyncio.Event()
-        #: (API group, key) → metadata.generation last seen, for the gang objects' hints.
-        self._generations: dict[tuple[str, str], object] = {}
 
     # -- recovery state (kept by :class:`PartialBinds`) -------------------------------------
     @property
@@ -221,27 +195,8 @@ class LiveScheduler:
         await self.stop()
 
     def _on_event(self, resource: Resource, kind: str, obj: Obj) -> None:
-        if resource is PODS:
-            wakes = pod_event_wakes(kind, obj, self.scheduler_name)
-        elif resource is VOLCANO_QUEUES or not (resource.custom or resource is WORKLOADS):
-            wakes = True  # nodes and queues (what matters is in their status), priority classes
-        else:
-            wakes = self._spec_changed(resource, kind, obj)
-        if wakes:
+        if self.hints.wakes(resource, kind, obj):
             self._wake.set()
-
-    def _spec_changed(self, resource: Resource, kind: str, obj: Obj) -> bool:
-        """Queueing hint for gang objects: a status-only update (the same
-        ``metadata.generation``, e.g. our own status writes) cannot change a placement."""
-        meta = obj.get("metadata") or {}
-        marker = (resource.group, object_key(obj))
-        if kind == "DELETED":
-            self._generations.pop(marker, None)
-            return True
-        generation = meta.get("generation")
-        before = self._generations.get(marker)
-        self._generations[marker] = generation
-        return kind != "MODIFIED" or generation is None or generation != before
 
     def objects(self, resource: Resource) -> Iterable[Obj]:
         return list(self.informers[resource].store.values())
@@ -305,7 +260,13 @@ class LiveScheduler:
                 for ident, binds in gangs.items()
             )
         )
-        await self._explain(snapshot, result.waiting, semaphore)
+        await self.explainer.explain(
+            snapshot,
+            result.waiting,
+            group_of=self._group,
+            rejected=self.cache.rejected,
+            semaphore=semaphore,
+        )
         await self.partial.watch(snapshot, now, semaphore, self.cache.assumed)
         if self.status is not None:
             groups = {r: self.objects(r) for r in PODGROUP_RESOURCES.values()}
@@ -405,56 +366,6 @@ class LiveScheduler:
         if node and (uid is None or meta.get("uid") == uid):
             return str(node)
         return None
-
-    # -- waiting gangs ---------------------------------------------------------------------
-    async def _explain(
-        self, snapshot: Snapshot, waiting: dict[str, Condition], semaphore: asyncio.Semaphore
-    ) -> None:
-        """``PodScheduled=False`` (and ``FailedScheduling`` events) on the waiting pods: those
-        of waiting gangs, and those whose gang object is missing or was rejected."""
-        patches: list[Coroutine[Any, Any, object]] = []
-        for ident, condition in waiting.items():
-            gang = snapshot.state.gangs.get(ident)
-            if gang is not None:
-                group = None if gang.implicit else self._group(ident)
-                patches += self._waiting(
-                    snapshot, gang.members, condition.message, group, semaphore
-                )
-        for key, pods in snapshot.state.orphans.items():
-            message = orphan_message(key, pods, self.cache.rejected)
-            patches += self._waiting(snapshot, pods, message, None, semaphore)
-        await asyncio.gather(*patches)
-
-    def _waiting(
-        self,
-        snapshot: Snapshot,
-        members: Iterable[PodInfo],
-        message: str,
-        group: Obj | None,
-        semaphore: asyncio.Semaphore,
-    ) -> list[Coroutine[Any, Any, object]]:
-        pending = [
-            snapshot.pods[pod.key]
-            for pod in members
-            if pod.status is PodStatus.PENDING
-            and pod.spec.scheduler_name == self.scheduler_name
-            and pod.key in snapshot.pods
-        ]
-        if self.status is not None:
-            self.status.failed_scheduling(group, pending, message)
-        return [
-            self._patch(obj, message, semaphore) for obj in pending if not _explained(obj, message)
-        ]
-
-    async def _patch(self, obj: Obj, message: str, semaphore: asyncio.Semaphore) -> None:
-        condition = pod_condition("PodScheduled", "False", reason="Unschedulable", message=message)
-        meta = obj.get("metadata") or {}
-        namespace, name = meta.get("namespace") or "default", str(meta.get("name"))
-        async with semaphore:
-            try:
-                await patch_pod_status(self.client, namespace, name, conditions=[condition])
-            except LiveError as exc:
-                logger.warning("could not set PodScheduled on %s/%s: %s", namespace, name, exc)
 
     # -- the loop --------------------------------------------------------------------------
     async def serve(
