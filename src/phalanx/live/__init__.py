@@ -1,18 +1,31 @@
 """The live path: phalanx against a real Kubernetes API server (``phalanx serve``).
 
-This package is the client foundation; the scheduling loop comes later. Modules:
+Client foundation:
 
 - :mod:`.config` — ``--kubeconfig PATH`` or in-cluster configuration (via lightkube's loader).
 - :mod:`.client` — :class:`KubeClient`, async REST over plain dicts (no model
   deserialisation), paged lists, watches; why lightkube is in its docstring.
 - :mod:`.informer` — :class:`Informer`: list, watch with bookmarks and ``timeoutSeconds``,
-  resume from the last resourceVersion, relist on 410, back off on errors, skip a missing API.
+  resume from the last resourceVersion, relist on 410, back off on errors, skip (and re-check)
+  a missing API.
 - :mod:`.writes` — :func:`bind` (raw Status answer), pod status conditions, CRD ``/status``.
-- :mod:`.events` — ``events.k8s.io/v1`` (and legacy ``v1``) Events.
+- :mod:`.events` — ``events.k8s.io/v1`` (and legacy ``v1``) Events; the background recorder.
 - :mod:`.leases` — ``coordination.k8s.io/v1`` Leases for leader election.
 - :mod:`.resources` — the API resources phalanx uses and their URL paths.
 - :mod:`.errors` — :class:`ApiError` (status code), :class:`TransportError`,
   :class:`ConfigError`.
+
+The scheduler on top of it:
+
+- :mod:`.cache` — the cluster state rebuilt from the informer stores each cycle (memoised
+  conversions, assume cache, a gang's history carried over, Volcano queue holds).
+- :mod:`.loop` — :class:`~phalanx.live.loop.LiveScheduler`: cycles, binds, partial-bind
+  handling; :mod:`.hints` (what wakes it), :mod:`.recovery` (undoing partial binds),
+  :mod:`.waiting` (``PodScheduled=False`` explanations).
+- :mod:`.status` and :mod:`.group_status` — PodGroup status in each API's vocabulary, Events.
+- :mod:`.leader`, :mod:`.health`, :mod:`.settings` — leader election, ``/metrics`` and probes,
+  the YAML settings; :mod:`.explain` (``phalanx explain``), :mod:`.manifests` and
+  :mod:`.example` (``phalanx manifests``).
 
 Objects are dicts straight from ``json.loads``, ready for :mod:`phalanx.k8s`'s converters
 (``pod_from_dict``, ``node_from_dict``, ``gang_from_dict``, ``PriorityTable``).
