@@ -12,9 +12,11 @@ with Volcano's Queues, ``scheduling.k8s.io`` Workloads). One cycle (:meth:`LiveS
    uid, at most ``bind_concurrency`` requests in flight) and assume each success; binds that
    fail with a retriable error (5xx, 429, transport) are retried up to ``bind_retries`` times
    with a short doubling delay, stopping early enough to respect ``partial_bind_limit``;
-   refusals for good (404 gone, 409 already bound or re-created) are not retried. A gang
-   still below its minimum is handed to :class:`~phalanx.live.recovery.PartialBinds` (undo,
-   event, requeue with backoff);
+   refusals for good (404 gone, 409 re-created) are not retried; a 409 for the very pod (same
+   uid) already bound, or a last attempt that failed but did commit (checked with a GET),
+   counts as bound. Every attempt is abandoned once half of ``partial_bind_limit`` has passed.
+   A gang still below its minimum is handed to :class:`~phalanx.live.recovery.PartialBinds`
+   (undo, event, requeue with backoff);
 4. for each waiting gang, set ``PodScheduled=False, reason=Unschedulable`` with the gang's
    explanation on every pending member — only when the condition changed
    (:mod:`phalanx.live.waiting`);
@@ -36,8 +38,9 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from functools import partial
+from typing import Any
 
 from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.session import CycleResult
@@ -244,11 +247,11 @@ class LiveScheduler:
         """
         now = time.time() if now is None else now
         self.cycles += 1
-        await self.partial.retry_undos()
         snapshot = self._snapshot = self.snapshot(now)
+        await self.partial.retry_undos(snapshot, now)
         if self.status is not None:
             self.status.invalid(self.cache.rejected_objects, self.cache.rejected)
-        self.partial.apply_backoff(snapshot.state)
+        self.partial.apply_backoff(snapshot.state, now)
         result = self.scheduler.cycle(snapshot.state, now)
         semaphore = asyncio.Semaphore(self.bind_concurrency)
         gangs: dict[str, list[tuple[PodInfo, int]]] = {}
@@ -292,8 +295,12 @@ class LiveScheduler:
         bound_now: list[tuple[PodInfo, str]] = []
         unbound: set[str] = set()  # refused for good (404, 409...) or out of retries
         for attempt in range(config.bind_retries + 1):
+            budget = max(0.01, config.partial_bind_limit / 2 - (time.monotonic() - started))
             outcomes = await asyncio.gather(
-                *(self._bind_pod(snapshot, pod, node, semaphore, now) for pod, node in todo)
+                *(
+                    self._within(budget, pod, self._bind_pod(snapshot, pod, node, semaphore, now))
+                    for pod, node in todo
+                )
             )
             failed = [(item, error) for item, error in zip(todo, outcomes, strict=True) if error]
             bound_now += [item for item, error in zip(todo, outcomes, strict=True) if not error]
@@ -315,9 +322,30 @@ class LiveScheduler:
             ):
                 break
             await asyncio.sleep(delay)
-        unbound |= {pod.key for pod, _ in todo}
-        if await self.partial.settle(snapshot, ident, unbound, started, now, semaphore):
+        for pod, _ in todo:  # out of retries or time: the last attempt may have committed
+            uid = snapshot.uid(pod.key)
+            where = await self._already_bound(pod, uid)
+            if where is None:
+                unbound.add(pod.key)
+            else:
+                self.cache.assume(pod.key, uid or "", where, now)
+                bound_now.append((pod, where))
+        if not unbound:
+            self.partial.scheduled(ident)
             self._scheduled(snapshot, ident, bound_now)
+        elif await self.partial.settle(snapshot, ident, unbound, started, now, semaphore):
+            self._scheduled(snapshot, ident, bound_now)
+
+    @staticmethod
+    async def _within(
+        seconds: float, pod: PodInfo, attempt: Coroutine[Any, Any, LiveError | None]
+    ) -> LiveError | None:
+        """One bind ``attempt``, abandoned after ``seconds`` (a hung request must not keep
+        the gang's other members bound past ``partial_bind_limit``, nor stall the loop)."""
+        try:
+            return await asyncio.wait_for(attempt, seconds)
+        except TimeoutError:
+            return TransportError(f"bind of {pod.key} not answered within {seconds:.2f} s")
 
     def _scheduled(self, snapshot: Snapshot, ident: str, binds: list[tuple[PodInfo, str]]) -> None:
         if self.status is None or not binds:

@@ -13,7 +13,9 @@ truth, and :meth:`PartialBinds.watch` finds what a stopped scheduler left half d
   server does not serve it. A ``PartialBindRecovered`` Warning Event is written on the
   PodGroup and the gang is requeued with a doubling backoff (on the cycle clock).
 - An undo that fails (e.g. 5xx) is retried at the start of every following cycle
-  (:meth:`PartialBinds.retry_undos`) until it succeeds.
+  (:meth:`PartialBinds.retry_undos`) until it succeeds; meanwhile the gang is held (not placed
+  again), its still-bound members stay assumed (they hold their room), and the undo is dropped
+  if the gang turns out to be bound to its minimum after all.
 - :meth:`PartialBinds.watch` undoes any gang found below its minimum with bound members that
   have not started (e.g. the scheduler stopped in the middle of a bind, or a member was
   deleted) once that has lasted ``partial_bind_limit`` seconds — whether the gang is waiting,
@@ -140,12 +142,18 @@ class PartialBinds:
         """``ident`` is bound to its minimum: its backoff ends."""
         self.requeued.pop(ident, None)
 
-    def apply_backoff(self, state: ClusterState) -> None:
-        """Hold requeued gangs of a freshly built state until their backoff ends."""
+    def apply_backoff(self, state: ClusterState, now: float) -> None:
+        """Hold requeued gangs of a freshly built state until their backoff ends, and gangs
+        whose undo is still pending until it is done (placing one again while its old members
+        are being deleted would have the undo tear down the new placement)."""
         for ident, requeue in self.requeued.items():
             gang = state.gangs.get(ident)
             if gang is not None:
                 gang.backoff_until = max(gang.backoff_until, requeue.until)
+        for ident in self.undo_pending:
+            gang = state.gangs.get(ident)
+            if gang is not None:
+                gang.backoff_until = max(gang.backoff_until, now + self.config.requeue_initial)
 
     # -- after a gang's binds ----------------------------------------------------------------
     async def settle(
@@ -183,8 +191,6 @@ class PartialBinds:
             gang.min_member,
             len(members),
         )
-        for pod in members:
-            self._forget(pod.key)
         await self.undo(ident, self._undo_of(snapshot, since, members), len(unbound), semaphore)
         return False
 
@@ -247,6 +253,9 @@ class PartialBinds:
             *(self._remove(ns, name, uid, semaphore) for ns, name, uid in undo.pods)
         )
         removed = len(undo.pods)
+        for (namespace, name, _), ok in zip(undo.pods, outcomes, strict=True):
+            if ok:  # gone: its room is free; one still bound stays assumed, holding its room
+                self._forget(f"{namespace}/{name}")
         undo.pods = [item for item, ok in zip(undo.pods, outcomes, strict=True) if not ok]
         if undo.pods:
             self.undo_pending[ident] = undo
@@ -261,9 +270,18 @@ class PartialBinds:
         await self._recovered_event(ident, removed, unbound)
         return True
 
-    async def retry_undos(self) -> None:
+    async def retry_undos(self, snapshot: Snapshot, now: float) -> None:
+        """Retry the undos that failed — unless the gang is bound to its minimum again (then
+        undoing would tear a whole gang down; its pending undo is dropped). A gang whose undo
+        goes through is requeued from now: ``snapshot`` still shows the removed pods bound."""
         for ident, undo in list(self.undo_pending.items()):
-            await self.undo(ident, undo, 0)
+            gang = snapshot.state.gangs.get(ident)
+            if gang is not None and len(bound_members(gang)) >= gang.min_member:
+                logger.info("gang %s is bound to its minimum again: its undo is dropped", ident)
+                del self.undo_pending[ident]
+                continue
+            if await self.undo(ident, undo, 0):
+                self.requeue(ident, now)
 
     async def _remove(
         self, namespace: str, name: str, uid: str | None, semaphore: asyncio.Semaphore
