@@ -14,12 +14,13 @@ plays, stops the faults, lets the scheduler settle and checks:
   has a member bound, at any time; once settled, further cycles bind and delete nothing.
 
 Faults: bind failures (500, 503, 504, 429, 409), binds that commit and still answer 504, slow
-binds, watches dropped (closed or aborted), 410 Gone on the next watches, bound pods deleted and
-re-created (a controller's bare re-create: same name, new uid), pending pods re-created under a
-scheduler's decision (409 on the uid precondition), gangs that finish (deleted) and one or two
-scheduler restarts: the serving task cancelled in the middle of a gang's bind (one bind in
-flight or failing), sometimes with the room taken while no scheduler runs, then a new
-:class:`LiveScheduler` with its own client carries on from the API alone.
+binds, watches dropped (closed or aborted), 410 Gone on the next watches, the pods watch down
+for a while, undo DELETEs failing (500), bound pods deleted and re-created (a controller's bare
+re-create: same name, new uid), pending pods re-created under a scheduler's decision (409 on
+the uid precondition), gangs that finish (deleted) and one or two scheduler restarts: the
+serving task cancelled in the middle of a gang's bind (one bind in flight or failing), sometimes
+with the room taken while no scheduler runs, then a new :class:`LiveScheduler` with its own
+client carries on from the API alone.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from test_live_serve import NS, node, pod, podgroup
 from phalanx.live.loop import LiveScheduler, RecoveryConfig
 
 #: The seeds run; ``PHALANX_CHAOS_SEEDS="1 2 3"`` runs others (e.g. to search more widely).
-SEEDS = [int(s) for s in os.environ.get("PHALANX_CHAOS_SEEDS", "11 23 37 41 59").split()]
+#: 136 caught a failed undo retried after its gang was whole again (most runs, before 235ebaf).
+SEEDS = [int(s) for s in os.environ.get("PHALANX_CHAOS_SEEDS", "11 23 37 59 136").split()]
 
 #: How long the fault schedule plays (seconds); gangs arrive in its first 70 %.
 CHAOS = 1.0
@@ -56,22 +58,28 @@ RECOVERY = RecoveryConfig(
 )
 #: The slowest a bind gets under the injected latency (seconds).
 MAX_LATENCY = 0.1
-#: The longest a cycle takes: a gang's binds retry for up to LIMIT / 2, plus one slow request,
-#: plus the undo and the rest of the cycle (generous: a cycle here takes a few milliseconds).
+#: The longest the pods watch is down at a time (seconds): the scheduler sees nothing new.
+OUTAGE = 0.2
+#: At most this many undo DELETEs fail (500), each retried at the start of the next cycle.
+UNDO_FAILURES = 3
+#: The longest a cycle takes: a gang's binds get up to LIMIT / 2 (each attempt has that
+#: deadline), then one read-back, the undo and the rest of the cycle (generous: an idle cycle
+#: here takes a few milliseconds).
 CYCLE = LIMIT / 2 + MAX_LATENCY + 0.1
 #: A restart: the wait for the bind to interrupt (up to 0.35 s, while the doomed instance holds
-#: the gang partially bound: a bind attempt has no deadline, so the one in flight holds up the
-#: gang's other retries and its undo), up to 60 ms with no scheduler, the new instance's lists.
+#: the gang partially bound), up to 60 ms with no scheduler, the new instance's lists.
 RESTART = 0.5
 #: At least this long from one restart to the next (seconds).
 SPACING = 0.6
 #: The longest a gang may be seen partially bound on the server. The promise is
 #: ``partial_bind_limit`` from when the scheduler *sees* the gang so; from the server's side add
-#: seeing it (the next cycle: up to PERIOD away, after a cycle in progress), acting on it (the
-#: first cycle past the limit: the same again) and one restart (the killed instance's clock is
-#: lost; restarts are SPACING apart, so no episode spans two). Observed: up to ~0.6 s (a restart
-#: with the room taken); the bound, 1.7 s, leaves room for a loaded 2-core machine.
-MAX_PARTIAL = LIMIT + 2 * (PERIOD + CYCLE) + RESTART
+#: seeing it (the next cycle: up to PERIOD away, after a cycle in progress; later by a pods
+#: watch outage), acting on it (the first cycle past the limit: the same again), the undo's
+#: failed DELETEs (each retried a cycle later: twice PERIOD, generously) and one restart (the
+#: killed instance's clock is lost; restarts are SPACING apart, so no episode spans two).
+#: Observed: up to ~0.7 s (a restart with the room taken). The bound, 2.5 s, is loose on
+#: purpose (a loaded 2-core machine): it is there to catch a gang left partially bound.
+MAX_PARTIAL = LIMIT + 2 * (PERIOD + CYCLE) + UNDO_FAILURES * 2 * PERIOD + RESTART + OUTAGE
 #: Poll the server's state this often for the continuous checks (seconds).
 POLL = 0.02
 #: Wait at most this long for the cluster to settle once the faults stop (seconds).
@@ -187,6 +195,9 @@ def make_plan(seed: int) -> Plan:
         faults.append(Fault(at(), "gone", {"times": rng.randint(1, 8)}))
     for _ in range(rng.randint(2, 5)):
         faults.append(Fault(at(), "delete-bound", {"pick": rng.random()}))
+    faults.append(Fault(at(), "undo-fails", {"times": rng.randint(1, UNDO_FAILURES)}))
+    for _ in range(rng.randint(0, 2)):
+        faults.append(Fault(at(), "pods-watch-down", {"lasts": rng.uniform(0.05, OUTAGE)}))
     for _ in range(rng.randint(1, 2)):
         faults.append(Fault(at(), "recreate-pending", {"pick": rng.random()}))
     for gang in gangs:  # the scheduler's decision lands on a re-created pod: 409 (uid)
@@ -229,6 +240,14 @@ def requests(obj: dict[str, Any]) -> tuple[int, int]:
     """(GPUs, cores) a pod asks for (whole numbers here)."""
     wanted = obj["spec"]["containers"][0]["resources"]["requests"]
     return int(wanted.get("nvidia.com/gpu", 0)), int(wanted["cpu"])
+
+
+def pods_now(server: FakeApiServer) -> dict[str, tuple[str, str | None]]:
+    """Pod name → (uid, node): a bind or a delete (the controller re-creates) changes it."""
+    return {
+        p["metadata"]["name"]: (p["metadata"]["uid"], p["spec"].get("nodeName"))
+        for p in server.objects("v1", "pods")
+    }
 
 
 def pick(items: list[str], fraction: float) -> str | None:
@@ -437,6 +456,12 @@ class Chaos:
         elif fault.what == "gone":
             server.force_gone(times=args["times"])
             server.drop_watches()
+        elif fault.what == "undo-fails":
+            server.fail("DELETE", r"/pods/", 500, times=args["times"])
+        elif fault.what == "pods-watch-down":  # the pods informer stands still meanwhile
+            down = server.fail("GET", r"^/api/v1/pods$", 503, watch=True, times=1_000_000)
+            server.drop_watches()
+            asyncio.get_running_loop().call_later(args["lasts"], self.end_fault, down)
         elif fault.what == "delete-bound":
             target = pick(self.pods(bound=True), args["pick"])
             if target:
@@ -450,6 +475,10 @@ class Chaos:
             await self.restart(args)
         else:  # pragma: no cover
             raise AssertionError(fault.what)
+
+    def end_fault(self, rule: Any) -> None:
+        if rule in self.server.faults:
+            self.server.faults.remove(rule)
 
     def drop_latency(self, rule: Any) -> None:
         if rule in self.server.latency:
@@ -479,8 +508,7 @@ class Chaos:
         await self.life.kill()
         if args["gang"] is not None:
             self.drop_latency(stuck)
-            if stuck in server.faults:
-                server.faults.remove(stuck)
+            self.end_fault(stuck)
         # No scheduler runs (the server has seen the killed one's connections close).
         await asyncio.sleep(0.01 + args["gap"])
         if args["hogs"] is not None:  # someone else takes the room left
@@ -566,11 +594,10 @@ async def test_under_chaos_gangs_bind_whole_once_and_never_over_a_node(
             # Settled for good: more cycles bind and delete nothing.
             scheduler = chaos.life.scheduler
             assert scheduler is not None
-            before = (sum(ledger.commits.values()), server.count("DELETE", r"/pods/"))
+            before = pods_now(server)
             cycles = scheduler.cycles
             await eventually(lambda: scheduler.cycles >= cycles + 3, what="cycles after")
-            after = (sum(ledger.commits.values()), server.count("DELETE", r"/pods/"))
-            assert after == before, f"binds, deletes after settling; {summary()}"
+            assert pods_now(server) == before, f"pods changed after settling; {summary()}"
             assert monitor.unsettled() == [], summary()
             assert scheduler.undo_pending == {}, summary()
             monitor.check()
