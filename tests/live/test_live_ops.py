@@ -181,16 +181,15 @@ async def test_healthz_readyz_and_metrics_respond() -> None:
 async def test_readyz_is_503_until_the_api_answers() -> None:
     async with connected() as (server, _client):
         server.fail("*", r".*", 500, times=100_000)  # the API answers nothing
-        # A lease that survives a loaded machine: this test is about readiness, not failover
-        # (with LEASE's 0.6 s renew deadline, a starved loop can step down before it syncs).
-        relaxed = dataclasses.replace(LEASE, lease_duration=10.0, renew_deadline=6.0)
-        r = runner(server, "replica-a", dataclasses.replace(FAST, leader_election=relaxed))
+        r = runner(server, "replica-a")
         async with running(r), aiohttp.ClientSession(trust_env=False) as session:
             await r.started.wait()
             assert await get(session, r, "/healthz") == (200, "ok\n")
             assert (await get(session, r, "/readyz"))[0] == 503
             server.clear_faults()
-            await eventually(r.ready, timeout=10.0, what="ready")
+            # Ready as a standby first (the API answers), then — leading — once its informers
+            # have synced: wait for the leader's readiness, not the standby's moment of it.
+            await eventually(lambda: r.scheduler is not None and r.ready(), 10.0, "ready")
             assert (await get(session, r, "/readyz"))[0] == 200
 
 
