@@ -241,16 +241,17 @@ def _free(state: ClusterState) -> dict[str, int]:
     return {name: int(free[i]) for i, name in enumerate(state.index.names)}
 
 
-def _admissions(volcano: list[Obj], snapshot: Snapshot, writer: StatusWriter) -> set[str]:
+def _admissions(volcano: list[Obj], snapshot: Snapshot) -> set[str]:
     """Volcano groups admitted (``Inqueue``) this cycle: their ``minResources`` fit what is free
-    less the ``minResources`` of groups admitted before and not yet running."""
+    less the ``minResources`` of groups admitted before and not yet running. ``volcano``: the
+    groups with the status the writer knows (:meth:`StatusWriter.current`)."""
     free = _free(snapshot.state)
     waiting: list[tuple[str, str, dict[str, int]]] = []
     for group in volcano:
         key = _object_key(group)
         gang = snapshot.state.gangs.get(key)
         want = dict(gang.spec.min_resources) if gang is not None and gang.spec else {}
-        phase = (writer.current(VOLCANO_PODGROUPS, group).get("status") or {}).get("phase")
+        phase = (group.get("status") or {}).get("phase")
         if phase == INQUEUE:
             for name, amount in want.items():
                 free[name] = free.get(name, 0) - amount
@@ -283,8 +284,7 @@ def plan(
     out: list[Desired] = []
     for resource, objects in groups.items():
         current = [writer.current(resource, group) for group in objects]
-        if resource is VOLCANO_PODGROUPS:
-            admitted = _admissions(current, snapshot, writer)
+        admitted = _admissions(current, snapshot) if resource is VOLCANO_PODGROUPS else set()
         for group in current:
             key = _object_key(group)
             mine = members.get((resource.group, key), [])
