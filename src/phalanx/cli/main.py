@@ -60,6 +60,11 @@ def parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("files", nargs="*", metavar="FILE")
     sim.add_argument("--policy", default="phalanx", choices=sorted(POLICIES))
+    sim.add_argument(
+        "--actions",
+        metavar="A,B",
+        help="the policy's actions in order, e.g. allocate (default: the policy's own list)",
+    )
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--until", type=_duration, help="simulated horizon, e.g. 2h")
     sim.add_argument("--events", metavar="PATH", help="write the event log as JSON Lines")
@@ -146,6 +151,7 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         price=args.price,
         startup_delay=args.startup_delay,
         scoring=args.scoring,
+        actions=_names(args.actions),
     )
     if args.events:
         with open(args.events, "w", encoding="utf-8") as log:
@@ -158,6 +164,12 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         result = simulate(workload, options)
     out.write((run_json(result) if args.output == "json" else run_table(result)) + "\n")
     return 0
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -225,6 +225,7 @@ class ServeRunner:
             scheduler_name=s.scheduler_name,
             policy=s.policy,
             scorers=s.scoring,
+            actions=s.actions,
             bind_concurrency=s.bind_concurrency,
             backoff=self.backoff,
             recovery=s.recovery,

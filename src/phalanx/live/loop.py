@@ -104,6 +104,7 @@ class LiveScheduler:
         scheduler_name: str = DEFAULT_SCHEDULER_NAME,
         policy: str = "phalanx",
         scorers: Sequence[Scorer] | None = None,
+        actions: Sequence[str] | None = None,
         seed: int = 0,
         bind_concurrency: int = 16,
         backoff: Backoff | None = None,
@@ -115,7 +116,7 @@ class LiveScheduler:
         (e.g. a CRD installed after the start); None: never look again."""
         self.client = client
         self.scheduler_name = scheduler_name
-        self.scheduler = Scheduler(get_policy(policy), seed=seed, scorers=scorers)
+        self.scheduler = Scheduler(get_policy(policy), seed=seed, scorers=scorers, actions=actions)
         self.scheduler.config = dataclasses.replace(
             self.scheduler.config, scheduler_names=frozenset({scheduler_name})
         )

@@ -6,6 +6,7 @@ defaults below. Example::
     schedulerName: phalanx
     period: 1.0            # seconds between cycles (at least)
     policy: phalanx        # phalanx | volcano (the gang-aware policies of the engine)
+    actions: [allocate]    # the policy's actions, in order (default: the policy's own list)
     scoring:               # node-scoring plugins and their weights (default: binpack: 1)
       binpack: 1           # a weight, or {weight: N, resources: {nvidia.com/gpu: 10, cpu: 1}}
       spread: 0            # weight 0 leaves a plugin out
@@ -45,10 +46,14 @@ import yaml
 
 from phalanx.api.errors import InputError
 from phalanx.live.recovery import RecoveryConfig
-from phalanx.policies import SCORINGS, Scorer
+from phalanx.policies import ACTIONS, SCORINGS, Scorer
 
 #: The engine's gang-aware policies (the per-pod baselines make no sense live).
 POLICIES = frozenset({"phalanx", "volcano"})
+#: Actions whose decisions the live scheduler applies (coscheduling's Permit holds are a
+#: baseline of the simulator: a live scheduler that holds pods at Permit is what phalanx
+#: replaces).
+LIVE_ACTIONS = frozenset(ACTIONS) - {"coscheduling"}
 RECOVERY_FIELDS = {
     "bindRetries": "bind_retries",
     "retryDelay": "retry_delay",
@@ -80,6 +85,8 @@ class ServeSettings:
     scheduler_name: str = "phalanx"
     period: float = 1.0
     policy: str = "phalanx"
+    #: None: the policy's own list of actions.
+    actions: tuple[str, ...] | None = None
     metrics_port: int = 8080
     bind_concurrency: int = 16
     leader_election: LeaderElection = dataclasses.field(default_factory=LeaderElection)
@@ -99,6 +106,12 @@ class ServeSettings:
         if self.policy not in POLICIES:
             known = ", ".join(sorted(POLICIES))
             raise fail("policy", f"unknown policy {self.policy!r} (known: {known})")
+        for action in self.actions or ():
+            if action not in LIVE_ACTIONS:
+                known = ", ".join(sorted(LIVE_ACTIONS))
+                raise fail("actions", f"unknown or simulation-only action {action!r} ({known})")
+        if self.actions is not None and not self.actions:
+            raise fail("actions", "name at least one action")
         if self.scoring is not None and not any(s.weight > 0 for s in self.scoring):
             raise fail("scoring", "at least one plugin needs a positive weight")
         if self.period <= 0:
@@ -182,6 +195,7 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
             "schedulerName",
             "period",
             "policy",
+            "actions",
             "metricsPort",
             "bindConcurrency",
             "leaderElection",
@@ -198,6 +212,8 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
         changes["period"] = _number(source, "period", top["period"])
     if "policy" in top:
         changes["policy"] = _string(source, "policy", top["policy"])
+    if "actions" in top:
+        changes["actions"] = _names(source, "actions", top["actions"])
     if "metricsPort" in top:
         changes["metrics_port"] = _integer(source, "metricsPort", top["metricsPort"])
     if "bindConcurrency" in top:
@@ -242,6 +258,15 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
     if "recovery" in top:
         changes["recovery"] = _recovery(source, top["recovery"])
     return dataclasses.replace(out, **changes).validate(source)
+
+
+def _names(source: str, field: str, value: Any) -> tuple[str, ...]:
+    """A list of names, or one comma-separated string (``allocate, backfill``)."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list):
+        raise InputError("expected a list of names", source=source, field=field)
+    return tuple(_string(source, f"{field}[{i}]", item) for i, item in enumerate(value))
 
 
 def _weight(source: str, field: str, value: Any) -> int:

@@ -1,6 +1,7 @@
 """Named scheduling policies: which plugins and actions a cycle runs.
 
-The registry is a literal table; each policy documents the source semantics it follows.
+Policies are a literal table over the names of :mod:`phalanx.policies.registry`; each
+policy documents the source semantics it follows and lists its actions in order.
 
 - ``phalanx``: the engine's own policy — gang units placed all-or-nothing through a
   Statement, priority then FIFO order, kube-scheduler's filters, binpack scoring,
@@ -21,25 +22,28 @@ The registry is a literal table; each policy documents the source semantics it f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from phalanx.actions.allocate import Allocate
-from phalanx.actions.coscheduling import Coscheduling
 from phalanx.api.errors import InputError
 from phalanx.cluster.state import ClusterState
 from phalanx.framework.plugin import Action, Hooks
 from phalanx.framework.session import CycleResult, Session, SessionConfig
-from phalanx.plugins.drf import Drf
-from phalanx.plugins.gang import Gang
-from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.predicates import Predicates
-from phalanx.plugins.priority import Priority
+from phalanx.policies.registry import ACTIONS, ORDERINGS, SCORINGS, build_actions, unknown
 
-SCORINGS: dict[str, Callable[..., object]] = {"binpack": Binpack, "spread": Spread}
-ORDERINGS: dict[str, Callable[[], object]] = {"priority": Priority, "gang": Gang, "drf": Drf}
+__all__ = [
+    "ACTIONS",
+    "ORDERINGS",
+    "POLICIES",
+    "SCORINGS",
+    "Policy",
+    "Scheduler",
+    "Scorer",
+    "get_policy",
+]
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,7 @@ class Scorer:
 
     def build(self) -> object:
         if self.name not in SCORINGS:
-            known = ", ".join(SCORINGS)
-            raise InputError(
-                f"unknown scoring {self.name!r} (choose from {known})", field="scoring"
-            )
+            raise unknown("scoring", self.name, SCORINGS, "scoring")
         return SCORINGS[self.name](self.weight, self.resources)
 
 
@@ -66,7 +67,7 @@ class Policy:
     summary: str
     orderings: tuple[str, ...]  # plugins that order and vote, in tier order
     default_scoring: str
-    action: Callable[[], Action]
+    actions: tuple[str, ...]  # names in the registry's ACTIONS, run in this order
     config: SessionConfig
 
     def plugins(
@@ -76,15 +77,11 @@ class Policy:
         replace its scoring plugin, ``scoring`` names one scoring plugin of weight 1."""
         chosen = scoring or self.default_scoring
         if chosen not in SCORINGS:
-            known = ", ".join(SCORINGS)
-            raise InputError(f"unknown scoring {chosen!r} (choose from {known})", field="--scoring")
+            raise unknown("scoring", chosen, SCORINGS, "--scoring")
         ordering = [ORDERINGS[name]() for name in self.orderings]
         if scorers is None:
-            return [*ordering, Predicates(), SCORINGS[chosen]()]
+            return [*ordering, Predicates(), SCORINGS[chosen](1, None)]
         return [*ordering, Predicates(), *(s.build() for s in scorers if s.weight > 0)]
-
-    def actions(self) -> list[Action]:
-        return [self.action()]
 
     @property
     def gang_aware(self) -> bool:
@@ -97,7 +94,7 @@ POLICIES: dict[str, Policy] = {
         "pod at a time, priority then FIFO, spread; no gangs",
         ("priority",),
         "spread",
-        Allocate,
+        ("allocate",),
         SessionConfig(gang_units=False),
     ),
     "coscheduling": Policy(
@@ -105,7 +102,7 @@ POLICIES: dict[str, Policy] = {
         "scheduler-plugins: pod at a time, held at Permit until minMember or timeout",
         ("priority",),
         "spread",
-        Coscheduling,
+        ("coscheduling",),
         SessionConfig(gang_units=False, timeouts=False),
     ),
     "volcano": Policy(
@@ -113,7 +110,7 @@ POLICIES: dict[str, Policy] = {
         "gang Statement, priority → gang → DRF order, binpack; no reservation or backfill",
         ("priority", "gang", "drf"),
         "binpack",
-        Allocate,
+        ("allocate",),
         SessionConfig(gang_units=True, timeouts=False),
     ),
     "phalanx": Policy(
@@ -121,7 +118,7 @@ POLICIES: dict[str, Policy] = {
         "gang all-or-nothing, priority then FIFO, binpack, timeouts with backoff",
         ("priority", "gang"),
         "binpack",
-        Allocate,
+        ("allocate",),
         SessionConfig(gang_units=True),
     ),
 }
@@ -146,11 +143,14 @@ class Scheduler:
         seed: int = 0,
         scoring: str | None = None,
         scorers: Sequence[Scorer] | None = None,
+        actions: Sequence[str] | None = None,
     ) -> None:
+        """``actions`` replaces the policy's list of actions (names in the registry)."""
         self.policy = policy
         self.plugins: Sequence[object] = policy.plugins(scoring, scorers)
         self.hooks = Hooks(self.plugins)
-        self.actions = policy.actions()
+        names = policy.actions if actions is None else tuple(actions)
+        self.actions: list[Action] = build_actions(names)
         self.config = policy.config
         self.rng = np.random.default_rng(seed)
 

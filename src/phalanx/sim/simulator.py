@@ -47,6 +47,7 @@ class SimOptions:
     price: float = DEFAULT_GPU_HOUR_PRICE
     startup_delay: float = 0.0
     scoring: str | None = None
+    actions: tuple[str, ...] | None = None  # None: the policy's own list
 
 
 class Simulation:
@@ -61,7 +62,10 @@ class Simulation:
         check(workload, index)
         self.state = ClusterState(list(workload.of(NodeSpec)), index)
         self.scheduler = Scheduler(
-            get_policy(options.policy), seed=options.seed, scoring=options.scoring
+            get_policy(options.policy),
+            seed=options.seed,
+            scoring=options.scoring,
+            actions=options.actions,
         )
         self.gpu_columns = index.gpu_columns()
         self.quota = QuotaTracker()
