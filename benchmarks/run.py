@@ -45,6 +45,7 @@ from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec, Resources
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.framework.backend import MemoryBackend, apply
 from phalanx.policies import Scheduler, get_policy
 
 GIB = 1 << 30
@@ -213,8 +214,7 @@ def run_case(
         start = time.perf_counter()
         result = scheduler.cycle(state, now)
         middle = time.perf_counter()
-        for pod, node in result.binds:
-            state.bind(pod, node, now)
+        apply(result, state, MemoryBackend(state, now))
         end = time.perf_counter()
         if profiler is not None:
             profiler.disable()

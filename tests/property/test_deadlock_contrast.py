@@ -16,6 +16,7 @@ from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodStatus
+from phalanx.framework.backend import run_cycle
 from phalanx.policies import Scheduler, get_policy
 
 GPU = "nvidia.com/gpu"
@@ -38,9 +39,7 @@ def deadlock_cluster(nodes: int = 4) -> ClusterState:
 
 
 def bound_per_gang(state: ClusterState, policy: str, seed: int) -> Counter[str]:
-    result = Scheduler(get_policy(policy), seed=seed).cycle(state, 0.0)
-    for pod, node in result.binds:
-        state.bind(pod, node, 0.0)
+    result = run_cycle(Scheduler(get_policy(policy), seed=seed), state, 0.0)
     return Counter(pod.gang.name for pod, _ in result.binds)
 
 
@@ -67,8 +66,7 @@ def test_phalanx_places_a_whole_and_b_nothing() -> None:
 def test_phalanx_places_b_once_a_finishes() -> None:
     state = deadlock_cluster()
     scheduler = Scheduler(get_policy("phalanx"), seed=0)
-    for pod, node in scheduler.cycle(state, 0.0).binds:
-        state.bind(pod, node, 0.0)
+    run_cycle(scheduler, state, 0.0)
     for pod in state.gangs["ns/a"].members:
         state.release(pod)
     result = scheduler.cycle(state, 1.0)

@@ -32,6 +32,7 @@ from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodStatus
+from phalanx.framework.backend import MemoryBackend, apply
 from phalanx.policies import Scheduler, get_policy
 
 GPU = "nvidia.com/gpu"
@@ -136,8 +137,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
         for pod, node in result.binds:
             assert pod.status is PodStatus.ALLOCATED and pod.node == node
-        for pod, node in result.binds:
-            self.state.bind(pod, node, self.now)
+        apply(result, self.state, MemoryBackend(self.state, self.now))
         for ident in result.deferred:
             assert self.state.gangs[ident].backoff_until > self.now
 
@@ -239,7 +239,9 @@ class EngineMachine(RuleBasedStateMachine):
             for ident, gang in self.state.gangs.items()
             if any(p.status is PodStatus.PENDING for p in gang.members)
         }
-        assert set(self.state.waiting) == pending
+        waiting, parked = set(self.state.waiting), set(self.state.blocked)
+        assert not waiting & parked, "a gang is waiting and parked at once"
+        assert waiting | parked == pending
 
 
 EngineMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
@@ -275,8 +277,7 @@ def run_scenario(nodes: int, gpus: int, gangs: list[tuple[int, ...]], seed: int)
                 state.add_pod(PodSpec("ns", f"g{g}-{i}", requests, gang=GangRef(f"g{g}", API)), now)
         result = scheduler.cycle(state, now)
         log.append([(pod.key, node) for pod, node in result.binds])
-        for pod, node in result.binds:
-            state.bind(pod, node, now)
+        apply(result, state, MemoryBackend(state, now))
         if step == 3:  # the even gangs finish, freeing room for the rest
             for pod in list(state.pods.values()):
                 if pod.status is PodStatus.BOUND and int(pod.gang.name[1:]) % 2 == 0:

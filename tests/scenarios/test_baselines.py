@@ -12,6 +12,8 @@ from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodStatus
+from phalanx.framework.backend import MemoryBackend
+from phalanx.framework.backend import apply as apply_result
 from phalanx.k8s import load_files
 from phalanx.plugins.drf import Drf
 from phalanx.policies import POLICIES, Scheduler, get_policy
@@ -69,12 +71,7 @@ def add_gang(state: ClusterState, name: str, size: int, gpus: int = 1, created: 
 
 
 def apply(state: ClusterState, result: Any, now: float) -> None:
-    for pod, node, gpus in result.unreserved:
-        state.unreserve(pod, node, gpus)
-    for pod, node in result.reservations:
-        state.reserve(pod, node)
-    for pod, node in result.binds:
-        state.bind(pod, node, now)
+    apply_result(result, state, MemoryBackend(state, now))
 
 
 def test_coscheduling_post_filter_rejects_a_group_short_by_more_than_ten_percent() -> None:

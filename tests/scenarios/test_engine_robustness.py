@@ -11,6 +11,7 @@ from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.api.workload import Item, Timing, Workload
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
+from phalanx.framework.backend import run_cycle
 from phalanx.policies import Scheduler, get_policy
 from phalanx.sim.simulator import SimOptions, simulate
 
@@ -29,9 +30,7 @@ def pod(name: str, gpus: int = 1, group: str | None = None, **extra: Any) -> Pod
 
 
 def cycle(state: ClusterState, policy: str) -> dict[str, int]:
-    result = Scheduler(get_policy(policy)).cycle(state, 0.0)
-    for p, n in result.binds:
-        state.bind(p, n, 0.0)
+    result = run_cycle(Scheduler(get_policy(policy)), state, 0.0)
     return {p.spec.name: n for p, n in result.binds}
 
 

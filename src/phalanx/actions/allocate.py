@@ -51,7 +51,7 @@ class Allocate:
         timeout = gang.timeout
         if not session.config.gang_units or gang.ready():
             return
-        if timeout is not None and not gang.timed_out and session.config.timeouts:
+        if timeout is not None and not session.timed_out(gang) and session.config.timeouts:
             return
         session.result.blocked.append(gang)
 

@@ -11,6 +11,19 @@ GPU in total on the node.
 
 ``free = allocatable - requested`` is what a pod may take now; ``future_free = free +
 releasing - pipelined`` is what it may claim once evicted pods are gone (Volcano's FutureIdle).
+
+**Change.** The table lives as long as its :class:`~phalanx.cluster.state.ClusterState`. Nodes
+are added (a row appended), updated (their row and facts replaced) and removed (the row
+becomes a *tombstone*: nothing allocatable, unschedulable, no name; rows are never reused or
+compacted, so a node's index stays valid for every pod and every open cycle). A resource name
+first seen at run time adds a zero column (:meth:`NodeTable.add_columns`). Any change to the
+static facts builds a new :class:`NodeFacts`, so caches keyed on the facts' identity (plugins'
+masks) are dropped without a notification protocol.
+
+**Snapshots are copy-on-write.** :meth:`NodeTable.copy` shares the usage matrices; the first
+write through :meth:`add`, :meth:`remove`, :meth:`pipeline` or :meth:`mark_releasing` copies
+them. A cycle that places nothing copies nothing. Writers must use those methods, never write
+the matrices in place.
 """
 
 from __future__ import annotations
@@ -28,12 +41,19 @@ from phalanx.cluster.resources import ResourceIndex, Vector
 Matrix = npt.NDArray[np.int64]
 
 
+#: Where a removed node's row stays: no name, nothing allocatable, never schedulable.
+TOMBSTONE = NodeSpec("", {}, unschedulable=True)
+
+
 class NodeFacts:
-    """What does not change while pods come and go: names, labels, taints, cordons."""
+    """What does not change while pods come and go: names, labels, taints, cordons. Immutable:
+    a node change makes a new one (:meth:`NodeTable.set_node`)."""
 
     def __init__(self, nodes: Sequence[NodeSpec]) -> None:
+        self.specs = list(nodes)
         self.names = [node.name for node in nodes]
-        self.position = {name: i for i, name in enumerate(self.names)}
+        self.position = {name: i for i, name in enumerate(self.names) if name}
+        self.live = np.array([bool(name) for name in self.names], dtype=bool)
         self.labels = LabelIndex(self.names, [node.labels for node in nodes])
         self.taints = TaintIndex([node.taints for node in nodes])
         self.unschedulable = np.array([node.unschedulable for node in nodes], dtype=bool)
@@ -81,6 +101,7 @@ class NodeTable:
         self.releasing = np.zeros(shape, np.int64) if releasing is None else releasing
         self.pipelined = np.zeros(shape, np.int64) if pipelined is None else pipelined
         self._total: Vector | None = None
+        self._shared = False  # the usage matrices belong to another table until a write
 
     @classmethod
     def build(cls, nodes: Sequence[NodeSpec], index: ResourceIndex) -> NodeTable:
@@ -97,18 +118,31 @@ class NodeTable:
         return self.facts.names
 
     def copy(self) -> NodeTable:
-        """A snapshot: fresh usage matrices, shared static facts and allocatable."""
+        """A snapshot: shares everything until its first write (copy-on-write)."""
         table = NodeTable(
             self.facts,
             self.index,
             self.allocatable,
-            self.requested.copy(),
-            self.releasing.copy(),
-            self.pipelined.copy(),
-            self.gpu_free.copy(),
+            self.requested,
+            self.releasing,
+            self.pipelined,
+            self.gpu_free,
         )
         table._total = self._total
+        table._shared = True
         return table
+
+    def _own(self) -> None:
+        if self._shared:
+            self.requested = self.requested.copy()
+            self.releasing = self.releasing.copy()
+            self.pipelined = self.pipelined.copy()
+            self.gpu_free = self.gpu_free.copy()
+            self._shared = False
+
+    def live_count(self) -> int:
+        """Nodes that exist (tombstones of removed nodes left out)."""
+        return int(self.facts.live.sum())
 
     def free(self) -> Matrix:
         return self.allocatable - self.requested
@@ -142,14 +176,76 @@ class NodeTable:
         return devices.pick(self.gpu_free[node], int(request[self.gpu_col]))
 
     def add(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
+        self._own()
         self.requested[node] += request
         if gpus:
             self.gpu_free[node, list(gpus)] -= devices.per_device(int(request[self.gpu_col]))
 
     def remove(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
+        self._own()
         self.requested[node] -= request
         if gpus:
             self.gpu_free[node, list(gpus)] += devices.per_device(int(request[self.gpu_col]))
+
+    def pipeline(self, node: int, request: Vector, sign: int = 1) -> None:
+        """Claim (``sign=1``) or give back (``-1``) ``node``'s future free resources."""
+        self._own()
+        self.pipelined[node] += sign * request
+
+    def mark_releasing(self, node: int, request: Vector, sign: int = 1) -> None:
+        """Count ``request`` on ``node`` as being released (an eviction), or undo that."""
+        self._own()
+        self.releasing[node] += sign * request
+
+    # -- nodes and resources come and go (the owning state's table only) ----------------------
+    def set_node(self, row: int, spec: NodeSpec) -> None:
+        """Add (``row == len(self)``), update or tombstone (``spec`` is TOMBSTONE) a node. What
+        pods hold on an updated node stays held; its devices keep their usage."""
+        self._own()
+        specs = list(self.facts.specs)
+        vector = self.index.vector(spec.allocatable)
+        if row == len(specs):
+            specs.append(spec)
+            zero = np.zeros((1, len(self.index)), dtype=np.int64)
+            self.allocatable = np.vstack([self.allocatable, vector[None, :]])
+            self.requested = np.vstack([self.requested, zero])
+            self.releasing = np.vstack([self.releasing, zero])
+            self.pipelined = np.vstack([self.pipelined, zero])
+            self.gpu_free = _pad(self.gpu_free, len(specs), self.gpu_free.shape[1])
+            used = np.zeros(self.gpu_free.shape[1], dtype=np.int64)
+        else:
+            specs[row] = spec
+            self.allocatable = self.allocatable.copy()
+            self.allocatable[row] = vector
+            used = _device_usage(self.gpu_free[row], self._device_capacity(row))
+        fresh = devices.build(vector[self.gpu_col : self.gpu_col + 1])[0]
+        width = max(self.gpu_free.shape[1], fresh.size, used.size)
+        self.gpu_free = _pad(self.gpu_free, len(specs), width)
+        row_free = np.zeros(width, dtype=np.int64)
+        row_free[: fresh.size] = fresh
+        row_free[: used.size] -= used
+        self.gpu_free[row] = np.maximum(row_free, 0)
+        self.facts = NodeFacts(specs)
+        self._total = None
+
+    def _device_capacity(self, row: int) -> npt.NDArray[np.int64]:
+        """The devices node ``row`` was built with (before an update)."""
+        old = self.facts.specs[row]
+        milli = old.allocatable.get(devices.GPU, 0) if old.name else 0
+        return np.asarray(devices.build(np.array([milli], dtype=np.int64))[0], dtype=np.int64)
+
+    def add_columns(self, count: int) -> None:
+        """The index grew by ``count`` resource names: zero columns at the end."""
+        self._own()
+
+        def grow(matrix: Matrix) -> Matrix:
+            return np.hstack([matrix, np.zeros((matrix.shape[0], count), dtype=np.int64)])
+
+        self.allocatable = grow(self.allocatable)
+        self.requested = grow(self.requested)
+        self.releasing = grow(self.releasing)
+        self.pipelined = grow(self.pipelined)
+        self._total = None
 
     def total_allocatable(self) -> Vector:
         """Allocatable summed over schedulable nodes (cached: both are static)."""
@@ -157,3 +253,22 @@ class NodeTable:
             schedulable = ~self.facts.unschedulable
             self._total = np.asarray(self.allocatable[schedulable].sum(axis=0), dtype=np.int64)
         return self._total
+
+
+def _pad(matrix: Matrix, rows: int, cols: int) -> Matrix:
+    """``matrix`` grown with zeros to at least ``rows × cols``."""
+    if matrix.shape[0] >= rows and matrix.shape[1] >= cols:
+        return matrix
+    out = np.zeros((max(rows, matrix.shape[0]), max(cols, matrix.shape[1])), dtype=np.int64)
+    out[: matrix.shape[0], : matrix.shape[1]] = matrix
+    return out
+
+
+def _device_usage(free: Matrix, capacity: Matrix) -> Matrix:
+    """Milli-GPU used per device: what the device had minus what it has free."""
+    width = max(free.size, capacity.size)
+    cap = np.zeros(width, dtype=np.int64)
+    cap[: capacity.size] = capacity
+    now = np.zeros(width, dtype=np.int64)
+    now[: free.size] = free
+    return np.asarray(np.maximum(cap - now, 0), dtype=np.int64)

@@ -29,6 +29,24 @@ class ResourceIndex:
     def __len__(self) -> int:
         return len(self.names)
 
+    def grow(self, names: Iterable[str]) -> int:
+        """Add names first seen at run time, as new last columns; how many were added. The
+        owner pads every matrix and vector built on the index (``ClusterState`` does)."""
+        added = 0
+        for name in sorted(set(names) - set(self.position)):
+            self.position[name] = len(self.names)
+            self.names.append(name)
+            added += 1
+        return added
+
+    def pad(self, vector: Vector) -> Vector:
+        """``vector`` with zeros for the columns added since it was built."""
+        if vector.size == len(self.names):
+            return vector
+        out = np.zeros(len(self.names), dtype=np.int64)
+        out[: vector.size] = vector
+        return out
+
     def __contains__(self, name: object) -> bool:
         return name in self.position
 

@@ -1,5 +1,32 @@
 """ClusterState: the authoritative nodes, pods and gangs that each cycle snapshots.
 
+The state lives as long as its runner (the simulator, or the live scheduler from start-up on)
+and is changed by events, never rebuilt. Its contract follows kube-scheduler's cache
+(``backend/cache/interface.go``). A pod moves through::
+
+                add_pod                  bind / assume              confirm
+    (absent) ─────────► Pending ───────────────────────► Bound ─────────► Bound (confirmed)
+                          ▲  │ reserve (Permit)            │ │ forget (bind failed)
+                          │  ▼                              │ └──────────► Pending
+                          └─ Reserved ── unreserve          │ evict ─► Releasing
+                                                            ▼
+                     remove_pod / release (finished, deleted, evicted and gone) ─► (absent)
+
+- ``add_pod``: a pending pod appears; ``add_bound_pod``: a pod appears already on a node
+  (start-up, or bound by another scheduler).
+- ``assume``: the engine committed a bind that the API has not confirmed yet — the pod holds
+  its node at once; ``confirm``: the watch shows it bound; ``forget``: the bind failed, the pod
+  is pending again and its node's resources are free.
+- ``update_pod``: its spec changed (priority, labels, requests resized in place);
+  ``remove_pod``: deleted, whatever its status (a bound pod's resources are freed).
+- ``add_node`` / ``update_node`` / ``remove_node``; ``add_gang`` / ``update_gang`` /
+  ``remove_gang``. A resource name first seen in a node or pod grows the index: every matrix
+  and every pod's request vector gains a zero column.
+
+Every change costs O(size of the object) (a node change O(nodes), for its facts), so a cycle
+where nothing changed does no work proportional to the cluster. ``fingerprint`` summarises the
+state so a test can check that incremental changes equal a state rebuilt from scratch.
+
 ``version`` counts changes (objects added, pods bound, reserved or released): a unit that
 failed at the current version would fail again, so nobody needs to retry it before the
 version moves.
@@ -17,12 +44,13 @@ least one pending member, so a cycle never scans finished work.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
 from phalanx.cluster import devices
-from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.nodes import TOMBSTONE, NodeTable
 from phalanx.cluster.resources import ResourceIndex
-from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 
 
 class ClusterState:
@@ -37,6 +65,54 @@ class ClusterState:
         self.version = 0
         self.freed = 0  # counts releases of resources
         self.blocked: dict[str, GangInfo] = {}
+        #: pod key → node index: binds the engine committed that the API has not confirmed
+        self.assumed: dict[str, int] = {}
+        #: pods invalid only because no node offers a resource they request (re-checked when
+        #: nodes change)
+        self._unoffered: dict[str, PodInfo] = {}
+
+    # -- nodes -------------------------------------------------------------------------------
+    def node_index(self, name: str) -> int | None:
+        return self.table.facts.position.get(name)
+
+    def add_node(self, spec: NodeSpec) -> int:
+        """A node appeared (or changed, if one of that name exists); its row."""
+        row = self.node_index(spec.name)
+        self._grow(spec.allocatable)
+        self.table.set_node(len(self.table) if row is None else row, spec)
+        self.version += 1
+        self._freed()  # room may have appeared
+        self._recheck_unoffered()
+        return len(self.table) - 1 if row is None else row
+
+    update_node = add_node
+
+    def remove_node(self, name: str) -> None:
+        """A node went away. Its row stays as a tombstone; pods still bound there keep their
+        record until they are removed (the API deletes them)."""
+        row = self.node_index(name)
+        if row is None:
+            return
+        self.table.set_node(row, TOMBSTONE)
+        self.version += 1
+
+    def _grow(self, resources: dict[str, int]) -> None:
+        new = [name for name, amount in resources.items() if name not in self.index]
+        if not new:
+            return
+        added = self.index.grow(new)
+        if added:
+            self.table.add_columns(added)
+            for pod in self.pods.values():
+                pod.request = self.index.pad(pod.request)
+
+    def _recheck_unoffered(self) -> None:
+        offered = self.table.total_allocatable() > 0
+        for key, pod in list(self._unoffered.items()):
+            if offered[pod.request > 0].all() and not self.index.unknown(pod.spec.requests):
+                del self._unoffered[key]
+                pod.invalid = devices.invalid(int(pod.request[self.table.gpu_col]))
+                self.unblock(pod.gang)
 
     # -- objects appear ------------------------------------------------------------------
     def add_gang(self, spec: GangSpec, now: float) -> GangInfo:
@@ -55,11 +131,17 @@ class ClusterState:
         return gang
 
     def add_pod(self, spec: PodSpec, now: float) -> PodInfo:
-        """Add a pending pod. One that requests a resource no node knows is kept but marked
-        invalid, so it waits with that reason and never stops the others."""
-        unknown = self.index.unknown(spec.requests)
-        known = {k: v for k, v in spec.requests.items() if k in self.index}
-        request = self.index.vector(known)
+        """Add a pending pod. One that requests a resource no node offers is kept but marked
+        invalid, so it waits with that reason and never stops the others (until a node that
+        offers it appears)."""
+        self._grow({k: v for k, v in spec.requests.items() if v})
+        request = self.index.vector({k: v for k, v in spec.requests.items() if k in self.index})
+        offered = self.table.total_allocatable() > 0
+        unknown = sorted(
+            name
+            for name, amount in spec.requests.items()
+            if amount and not offered[self.index.position[name]]
+        )
         gang_key = spec.gang_key
         if gang_key is None:
             gang = GangInfo(key=spec.key, spec=None, min_member=1, role_minimums={}, created=now)
@@ -71,6 +153,7 @@ class ClusterState:
         pod = PodInfo(spec=spec, request=request, created=now, seq=self._seq, gang=gang)
         if unknown:
             pod.invalid = f"requests {', '.join(unknown)}, which no node offers"
+            self._unoffered[spec.key] = pod
         pod.invalid = pod.invalid or devices.invalid(int(request[self.table.gpu_col]))
         self.pods[spec.key] = pod
         if gang_key is not None and gang_key not in self.gangs:
@@ -85,14 +168,138 @@ class ClusterState:
         if pod.status is PodStatus.PENDING:
             self.waiting[pod.gang.ident] = pod.gang
 
+    def add_bound_pod(
+        self, spec: PodSpec, node: int, now: float, gpus: tuple[int, ...] | None = None
+    ) -> PodInfo:
+        """A pod that appears already bound to ``node`` (start-up, another scheduler)."""
+        pod = self.add_pod(spec, now)
+        self.bind(pod, node, now, gpus)
+        return pod
+
+    def update_pod(self, spec: PodSpec, now: float) -> PodInfo:
+        """A pod's spec changed. A pending pod is re-added in its place in the queue; a
+        bound one keeps its node and holds its new requests (an in-place resize)."""
+        pod = self.pods.get(spec.key)
+        if pod is None:
+            return self.add_pod(spec, now)
+        if pod.spec == spec:
+            return pod
+        if pod.status is PodStatus.PENDING or spec.gang_key != pod.spec.gang_key:
+            node, gpus, status = pod.node, pod.gpus, pod.status
+            created, seq = pod.created, pod.seq
+            self.remove_pod(spec.key)
+            fresh = self.add_pod(spec, now)
+            fresh.created, fresh.seq = created, seq
+            if status in (PodStatus.BOUND, PodStatus.RELEASING) and node >= 0:
+                self.bind(fresh, node, now, gpus)
+            return fresh
+        self._grow({k: v for k, v in spec.requests.items() if v})
+        request = self.index.vector({k: v for k, v in spec.requests.items() if k in self.index})
+        if pod.status in HOLDING and pod.node >= 0:
+            self.table.remove(pod.node, pod.request, pod.gpus)
+            pod.request = request
+            pod.gpus = (
+                self.table.pick_gpus(pod.node, request) if request[self.table.gpu_col] else ()
+            )
+            self.table.add(pod.node, request, pod.gpus)
+            self._freed()
+        pod.request = request
+        pod.spec = spec
+        self.version += 1
+        return pod
+
+    def remove_pod(self, key: str) -> PodInfo | None:
+        """A pod was deleted, whatever its status: it leaves the state and its gang."""
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return None
+        self.assumed.pop(key, None)
+        self._unoffered.pop(key, None)
+        if pod.status not in (PodStatus.SUCCEEDED, PodStatus.DELETED):
+            self.release(pod, PodStatus.DELETED)
+        gang = pod.gang
+        gang.remove(pod)
+        orphans = self.orphans.get(gang.key)
+        if orphans is not None and pod in orphans:
+            orphans.remove(pod)
+            if not orphans:
+                del self.orphans[gang.key]
+        if gang.implicit or (not gang.members and gang.spec is None):
+            self.gangs.pop(gang.ident, None)
+            self.waiting.pop(gang.ident, None)
+            self.blocked.pop(gang.ident, None)
+        else:
+            self._refresh_waiting(gang)
+        self.version += 1
+        return pod
+
+    # -- gangs -------------------------------------------------------------------------------
+    def update_gang(self, spec: GangSpec, now: float) -> GangInfo:
+        """A PodGroup appeared or changed: its members keep their places, its history stays."""
+        gang = self.gangs.get(spec.key)
+        if gang is None:
+            return self.add_gang(spec, now)
+        if gang.spec != spec:
+            gang.spec = spec
+            gang.min_member = spec.min_member
+            gang.role_minimums = dict(spec.role_minimums)
+            gang.invalid = None
+            self.version += 1
+            self.unblock(gang)
+            self._refresh_waiting(gang)
+        return gang
+
+    def remove_gang(self, key: str) -> None:
+        """A PodGroup was deleted: its pods stay (as in Kubernetes) and wait as orphans."""
+        gang = self.gangs.pop(key, None)
+        if gang is None:
+            return
+        self.waiting.pop(gang.ident, None)
+        self.blocked.pop(gang.ident, None)
+        holder = _placeholder(key, gang.created)
+        for pod in gang.members:
+            pod.gang = holder
+            holder.add(pod)
+        if holder.members:
+            self.orphans[key] = list(holder.members)
+        self.version += 1
+
     # -- the backend applies decisions -----------------------------------------------------
-    def bind(self, pod: PodInfo, node: int, now: float) -> None:
-        """Record a committed bind: the pod holds ``node``'s resources from now on."""
+    def assume(self, pod: PodInfo, node: int, now: float) -> None:
+        """A committed bind the API has not confirmed yet: the pod holds ``node`` now."""
+        self.bind(pod, node, now)
+        self.assumed[pod.key] = node
+
+    def confirm(self, key: str) -> None:
+        """The watch shows an assumed pod bound."""
+        self.assumed.pop(key, None)
+
+    def forget(self, key: str) -> None:
+        """An assumed bind failed: the pod is pending again and its resources are free."""
+        if self.assumed.pop(key, None) is None:
+            return
+        pod = self.pods.get(key)
+        if pod is None or pod.status is not PodStatus.BOUND:
+            return
+        self.table.remove(pod.node, pod.request, pod.gpus)
+        pod.gpus, pod.node, pod.bound_at = (), -1, None
+        pod.gang.move(pod, PodStatus.PENDING)
+        self.version += 1
+        self._freed()
+        self._refresh_waiting(pod.gang)
+
+    def bind(
+        self, pod: PodInfo, node: int, now: float, gpus: tuple[int, ...] | None = None
+    ) -> None:
+        """Record a committed bind: the pod holds ``node``'s resources from now on (on
+        ``gpus`` if given, else on the devices it was placed on, else the best fit)."""
         if pod.status is PodStatus.RESERVED:
             if node != pod.node:
                 raise ValueError(f"{pod.key} is reserved on another node")
         else:
-            self._take(pod, node, "bind")
+            if gpus is not None:
+                pod.gpus = gpus
+            self._take(pod, node, "bind", keep_gpus=gpus is not None)
         self.version += 1
         pod.node = node
         pod.bound_at = now
@@ -117,17 +324,28 @@ class ClusterState:
         self._freed()
         self._refresh_waiting(pod.gang)
 
-    def _take(self, pod: PodInfo, node: int, verb: str) -> None:
+    def _take(self, pod: PodInfo, node: int, verb: str, *, keep_gpus: bool = False) -> None:
         if pod.status not in (PodStatus.ALLOCATED, PodStatus.PENDING):
             raise ValueError(f"cannot {verb} {pod.key} in status {pod.status.value}")
-        if pod.status is PodStatus.PENDING or not pod.gpus:
+        if not keep_gpus and (pod.status is PodStatus.PENDING or not pod.gpus):
             pod.gpus = self.table.pick_gpus(node, pod.request)
         self.table.add(node, pod.request, pod.gpus)
+
+    def evict(self, pod: PodInfo) -> None:
+        """A committed eviction: the pod still holds its node until it is gone."""
+        if pod.status is not PodStatus.RELEASING:
+            if pod.status not in (PodStatus.BOUND, PodStatus.RESERVED):
+                raise ValueError(f"cannot evict {pod.key} in status {pod.status.value}")
+            pod.gang.move(pod, PodStatus.RELEASING)
+        self.table.mark_releasing(pod.node, pod.request)
+        self.version += 1
 
     def release(self, pod: PodInfo, status: PodStatus = PodStatus.SUCCEEDED) -> None:
         """A pod finished or went away: return its resources."""
         holding = (PodStatus.BOUND, PodStatus.RELEASING, PodStatus.RESERVED)
         if pod.node >= 0 and pod.status in holding:
+            if pod.status is PodStatus.RELEASING:
+                self.table.mark_releasing(pod.node, pod.request, -1)
             self.table.remove(pod.node, pod.request, pod.gpus)
             pod.gpus = ()
             self._freed()
@@ -166,6 +384,26 @@ class ClusterState:
 
     def pod_of(self, key: str) -> PodInfo | None:
         return self.pods.get(key)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What must be equal between this state and one rebuilt from the same objects: the
+        usage of every live node (by name), its free GPU devices, and every gang's counts."""
+        table, live = self.table, self.table.facts.live
+        nodes = {
+            name: (
+                tuple(int(v) for v in table.requested[row]),
+                tuple(int(v) for v in table.gpu_free[row]),
+            )
+            for row, name in enumerate(table.names)
+            if live[row]
+        }
+        gangs = {
+            ident: (gang.placed, tuple(sorted(gang.placed_by_role.items())), len(gang.members))
+            for ident, gang in self.gangs.items()
+            if gang.members
+        }
+        pods = {key: (pod.status.value, pod.node, pod.gpus) for key, pod in self.pods.items()}
+        return {"nodes": nodes, "gangs": gangs, "pods": pods, "names": list(self.index.names)}
 
 
 def _placeholder(key: str, now: float) -> GangInfo:

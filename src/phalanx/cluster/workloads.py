@@ -127,6 +127,14 @@ class GangInfo:
             self.placed += 1
             self.placed_by_role[pod.spec.role] += 1
 
+    def remove(self, pod: PodInfo) -> None:
+        """``pod`` leaves the gang (deleted): its counters go with it."""
+        if pod.status in PLACED:
+            self.placed -= 1
+            self.placed_by_role[pod.spec.role] -= 1
+        self.pipelined -= pod.status is PodStatus.PIPELINED
+        self.members.remove(pod)
+
     def move(self, pod: PodInfo, status: PodStatus) -> None:
         """Change ``pod``'s status, keeping the gang's counters exact."""
         before, after = pod.status in PLACED, status in PLACED

@@ -3,13 +3,17 @@
 The session copies the node table's usage (cheap: a few ``[N, R]`` integer arrays), finds the
 plugins' hooks once, and offers actions what they need: the ordered units, node selection,
 validity and readiness votes, and Statements. Committed operations become the cycle's binds
-and evictions; the backend applies them to the authoritative state. Pods are shared with the
+and evictions; the one applier (:func:`phalanx.framework.backend.apply`) applies them, and
+every other decision of the :class:`CycleResult` (conditions, timeouts, backoffs, wake-ups,
+queueing hints), to the authoritative state and the runner's backend. Pods are shared with the
 state, which is safe because every change to them in the session goes through a Statement and
-is either committed or undone before the session closes.
+is either committed or undone before the session closes; gangs' conditions, timeouts and
+backoffs are not written by the session at all, only recorded in the result.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -46,7 +50,10 @@ class CycleResult:
     timeouts: list[GangInfo] = field(default_factory=list)
     retry_at: dict[str, float] = field(default_factory=dict)  # gang ident → end of new backoff
     deferred: dict[str, float] = field(default_factory=dict)  # skipped in backoff → its end
+    placed: list[GangInfo] = field(default_factory=list)  # gangs whose minimum was committed
+    failures: Counter[str] = field(default_factory=Counter)  # backoffs started, per gang ident
     attempts: int = 0
+    freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
 
 
 class Session:
@@ -71,8 +78,8 @@ class Session:
         self.readiness = hooks.readiness
         self.filters = hooks.filters
         self.scorers = hooks.scorers
-        self.result = CycleResult()
         self.freed = state.freed
+        self.result = CycleResult(freed=state.freed)
         self._open: list[Statement] = []
 
     # -- units -----------------------------------------------------------------------------
@@ -163,9 +170,13 @@ class Session:
         previous = gang.condition
         same = previous is not None and previous.reason == reason
         since = previous.since if previous is not None and same else self.now
-        gang.condition = Condition("Unschedulable", reason, message, since)
-        self.result.waiting[gang.ident] = gang.condition
-        return gang.condition
+        condition = Condition("Unschedulable", reason, message, since)
+        self.result.waiting[gang.ident] = condition
+        return condition
+
+    def timed_out(self, gang: GangInfo) -> bool:
+        """Has ``gang`` passed its timeout (before or during this cycle)?"""
+        return gang.timed_out or any(g is gang for g in self.result.timeouts)
 
     def wait(self, gang: GangInfo, reason: str, message: str) -> None:
         """Record why ``gang`` waits; a gang past its timeout gets a condition and a backoff."""
@@ -177,27 +188,21 @@ class Session:
             and not gang.ready()
             and self.now - gang.created >= timeout
         ):
-            if not gang.timed_out:
-                gang.timed_out = True
+            if not self.timed_out(gang):
                 self.result.timeouts.append(gang)
             condition.reason = "Timeout"
             condition.message = (
                 f"waited {self.now - gang.created:g}s > scheduleTimeoutSeconds {timeout:g}; "
                 + message
             )
-            delay = min(
-                self.config.backoff_max, self.config.backoff_base * 2 ** min(gang.failures, 16)
-            )
-            gang.failures += 1
-            gang.backoff_until = self.now + delay
-            self.result.retry_at[gang.ident] = gang.backoff_until
+            failures = gang.failures + self.result.failures[gang.ident]
+            delay = min(self.config.backoff_max, self.config.backoff_base * 2 ** min(failures, 16))
+            self.result.failures[gang.ident] += 1
+            self.result.retry_at[gang.ident] = self.now + delay
 
     def placed(self, gang: GangInfo) -> None:
-        gang.condition = Condition(
-            "Scheduled", "Scheduled", "all required members placed", self.now
-        )
-        gang.failures = 0
-        gang.backoff_until = 0.0
+        """``gang``'s minimum was committed (the applier marks it Scheduled)."""
+        self.result.placed.append(gang)
 
     def close(self) -> CycleResult:
         """Undo statements left open (pipelined claims live for one cycle only)."""

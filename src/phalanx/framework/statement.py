@@ -60,7 +60,7 @@ class Statement:
 
     def pipeline(self, pod: PodInfo, node: int) -> None:
         self._log(Op.PIPELINE, pod, node)
-        self.table.pipelined[node] += pod.request
+        self.table.pipeline(node, pod.request)
         pod.node = node
         pod.gang.move(pod, PodStatus.PIPELINED)
 
@@ -68,7 +68,7 @@ class Statement:
         if pod.node < 0:
             raise ValueError(f"cannot evict {pod.key}: it is not on a node")
         self._log(Op.EVICT, pod, pod.node)
-        self.table.releasing[pod.node] += pod.request
+        self.table.mark_releasing(pod.node, pod.request)
         pod.gang.move(pod, PodStatus.RELEASING)
 
     def discard(self) -> None:
@@ -80,9 +80,9 @@ class Statement:
                 self.table.remove(node, pod.request, operation.gpus)
                 pod.gpus = operation.previous_gpus
             elif operation.op is Op.PIPELINE:
-                self.table.pipelined[node] -= pod.request
+                self.table.pipeline(node, pod.request, -1)
             else:
-                self.table.releasing[node] -= pod.request
+                self.table.mark_releasing(node, pod.request, -1)
             pod.node = operation.previous_node
             pod.gang.move(pod, operation.previous)
         self.operations.clear()

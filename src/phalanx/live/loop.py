@@ -43,6 +43,7 @@ from functools import partial
 from typing import Any
 
 from phalanx.cluster.workloads import PodInfo
+from phalanx.framework.backend import MemoryBackend, apply
 from phalanx.framework.session import CycleResult
 from phalanx.live.cache import ClusterCache, Obj, Snapshot
 from phalanx.live.client import KubeClient
@@ -254,6 +255,7 @@ class LiveScheduler:
             self.status.invalid(self.cache.rejected_objects, self.cache.rejected)
         self.partial.apply_backoff(snapshot.state, now)
         result = self.scheduler.cycle(snapshot.state, now)
+        apply(result, snapshot.state, MemoryBackend(snapshot.state, now))
         semaphore = asyncio.Semaphore(self.bind_concurrency)
         gangs: dict[str, list[tuple[PodInfo, int]]] = {}
         for pod, node in result.binds:

@@ -22,7 +22,9 @@ from phalanx.api.specs import GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
 from phalanx.api.workload import Item, Workload
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.framework.backend import apply
 from phalanx.policies import Scheduler, get_policy
+from phalanx.sim.backend import SimBackend
 from phalanx.sim.controller import JobController
 from phalanx.sim.events import Event, EventQueue, Kind
 from phalanx.sim.fragmentation import FragMeter
@@ -76,11 +78,11 @@ class Simulation:
         self.now = 0.0
         self.records: dict[str, GangRecord] = {}
         self.waiting_count = 0
-        self.wakeups: set[float] = set()
         self.queue_length = StepSeries()
         self.rejected: list[str] = []
         self.cycles = 0
         self.attempts = 0
+        self.backend = SimBackend(self)
         for item in workload.items:
             if isinstance(item.spec, NodeSpec):
                 continue
@@ -124,46 +126,12 @@ class Simulation:
             self._finish(event.payload)
         elif event.kind is Kind.RUNNING:
             assert isinstance(event.payload, GangInfo)
-            self._try_start(event.payload)
+            self.try_start(event.payload)
         return True
 
     def _cycle(self) -> None:
         self.cycles += 1
-        self.freed_at_cycle = self.state.freed
-        result = self.scheduler.cycle(self.state, self.now)
-        self.attempts += result.attempts
-        touched: dict[str, GangInfo] = {}
-        for pod, node, gpus in result.unreserved:
-            self.state.unreserve(pod, node, gpus)
-            self.meter.release(self._gpu(pod), started=False)
-            self._emit("unreserve", pod=pod)
-        for pod, node in result.reservations:
-            self.state.reserve(pod, node)
-            self.meter.allocate(self._gpu(pod), started=False)
-            self._emit("reserve", pod=pod, node=self.state.table.names[node])
-        for pod, node in result.binds:
-            if pod.status is not PodStatus.RESERVED:  # a reserved pod is counted already
-                self.meter.allocate(self._gpu(pod), started=pod.gang.started is not None)
-            self.state.bind(pod, node, self.now)
-            self._emit("bind", pod=pod, node=self.state.table.names[node])
-            touched[pod.gang.ident] = pod.gang
-        for gang in result.timeouts:
-            self._emit(
-                "timeout", gang=gang, message=gang.condition.message if gang.condition else ""
-            )
-        for gang in touched.values():
-            if self.options.startup_delay > 0:
-                self.queue.push(Event(self.now + self.options.startup_delay, Kind.RUNNING, gang))
-            else:
-                self._try_start(gang)
-        for gang in result.blocked:
-            self.state.block(gang, self.freed_at_cycle)
-        for ident, at in result.deferred.items():
-            self.queue.push(Event(at, Kind.RETRY, ident))
-        for at in sorted(set(result.wake_at)):
-            if at not in self.wakeups:
-                self.wakeups.add(at)
-                self.queue.push(Event(at, Kind.RETRY, "wake"))
+        apply(self.scheduler.cycle(self.state, self.now), self.state, self.backend)
 
     # -- objects come and go ---------------------------------------------------------------
     def _arrive(self, item: Item) -> None:
@@ -171,7 +139,7 @@ class Simulation:
         if isinstance(spec, GangSpec):
             gang = self.state.add_gang(spec, self.now)
             self._record(gang)
-            self._emit("submit", gang=gang)
+            self.emit("submit", gang=gang)
             if spec.timeout_seconds is not None:
                 self.queue.push(Event(self.now + spec.timeout_seconds, Kind.CHECK, gang))
         elif isinstance(spec, PodSpec):
@@ -191,7 +159,7 @@ class Simulation:
         pod = self.state.add_pod(spec, self.now)
         if spec.gang_key is None:
             self._record(pod.gang)
-        self._emit("submit", pod=pod)
+        self.emit("submit", pod=pod)
         return None
 
     def _delete(self, item: Item) -> None:
@@ -202,31 +170,31 @@ class Simulation:
         elif isinstance(spec, PodSpec):
             pod = self.state.pod_of(spec.key)
             if pod is not None:
-                self._remove_pod(pod, PodStatus.DELETED)
+                self.remove_pod(pod, PodStatus.DELETED)
         elif isinstance(spec, JobSpec):
             self.jobs.delete(spec)
             for pod in list(self.state.pods.values()):
                 if pod.spec.owner == f"Job/{spec.name}" and pod.spec.namespace == spec.namespace:
-                    self._remove_pod(pod, PodStatus.DELETED)
+                    self.remove_pod(pod, PodStatus.DELETED)
         elif isinstance(spec, GangSpec):
             gang = self.state.gangs.get(spec.key)
             if gang is not None:
                 gang.invalid = "its PodGroup was deleted"
 
-    def _remove_pod(self, pod: PodInfo, status: PodStatus) -> None:
+    def remove_pod(self, pod: PodInfo, status: PodStatus) -> None:
         if pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
             return
         if pod.status in (PodStatus.BOUND, PodStatus.RESERVED):
             started = pod.gang.started is not None and pod.status is PodStatus.BOUND
-            self.meter.release(self._gpu(pod), started=started)
+            self.meter.release(self.gpu(pod), started=started)
         self.state.release(pod, status)
         self.quota.refund(pod.spec)
         self.jobs.pod_gone(pod.spec, succeeded=status is PodStatus.SUCCEEDED)
-        self._emit("finish" if status is PodStatus.SUCCEEDED else "delete", pod=pod)
+        self.emit("finish" if status is PodStatus.SUCCEEDED else "delete", pod=pod)
         self.jobs.resync(pod.spec.namespace)
 
     # -- gangs start and finish ------------------------------------------------------------
-    def _try_start(self, gang: GangInfo) -> None:
+    def try_start(self, gang: GangInfo) -> None:
         if gang.started is not None or gang.finished is not None:
             return
         ready_at = self.now - self.options.startup_delay
@@ -242,9 +210,9 @@ class Simulation:
             return
         gang.started = self.now
         self._queued(-1)
-        self.meter.started(sum(self._gpu(p) for p in gang.members if p.status is PodStatus.BOUND))
+        self.meter.started(sum(self.gpu(p) for p in gang.members if p.status is PodStatus.BOUND))
         self.records[gang.ident].start = self.now
-        self._emit("start", gang=gang)
+        self.emit("start", gang=gang)
         duration = self._duration(gang)
         if duration is not None:
             self.queue.push(Event(self.now + duration, Kind.FINISH, gang))
@@ -262,16 +230,16 @@ class Simulation:
         self.records[gang.ident].finish = self.now
         for pod in list(gang.members):
             if pod.status is PodStatus.BOUND:
-                self._remove_pod(pod, PodStatus.SUCCEEDED)
+                self.remove_pod(pod, PodStatus.SUCCEEDED)
             elif pod.status is PodStatus.PENDING:
-                self._remove_pod(pod, PodStatus.DELETED)
-        self._emit("finish", gang=gang)
+                self.remove_pod(pod, PodStatus.DELETED)
+        self.emit("finish", gang=gang)
 
     def _detect_deadlocks(self) -> None:
         for gang in self.state.gangs.values():
             if gang.started is None and gang.holding():
                 self.records[gang.ident].state = "deadlocked"
-                self._emit("deadlock", gang=gang)
+                self.emit("deadlock", gang=gang)
 
     # -- output --------------------------------------------------------------------------------
     def _record(self, gang: GangInfo) -> None:
@@ -286,10 +254,10 @@ class Simulation:
         self.waiting_count += delta
         self.queue_length.set(self.now, self.waiting_count)
 
-    def _gpu(self, pod: PodInfo) -> int:
+    def gpu(self, pod: PodInfo) -> int:
         return int(pod.request[self.gpu_columns].sum()) if self.gpu_columns else 0
 
-    def _emit(
+    def emit(
         self,
         kind: str,
         *,
@@ -316,7 +284,7 @@ class Simulation:
     def _result(self) -> SimResult:
         for ident, record in self.records.items():
             gang = self.state.gangs[ident]
-            record.gpus = sum(self._gpu(pod) for pod in gang.members) / 1000
+            record.gpus = sum(self.gpu(pod) for pod in gang.members) / 1000
             record.timed_out = gang.timed_out
             if record.state == "deadlocked":
                 record.reason = gang.condition.message if gang.condition else ""

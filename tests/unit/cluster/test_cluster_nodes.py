@@ -103,14 +103,23 @@ def test_capacity_for_treats_overcommitted_nodes_as_empty_not_negative() -> None
     assert table.capacity_for(request, np.array([True, True])) == 2
 
 
-@pytest.mark.parametrize("matrix", ["requested", "releasing", "pipelined"])
-def test_copy_is_independent(matrix: str) -> None:
+WRITERS = {
+    "requested": lambda t, n, v: t.add(n, v),
+    "releasing": lambda t, n, v: t.mark_releasing(n, v),
+    "pipelined": lambda t, n, v: t.pipeline(n, v),
+}
+
+
+@pytest.mark.parametrize("matrix", sorted(WRITERS))
+def test_copy_is_copy_on_write_and_independent(matrix: str) -> None:
+    write = WRITERS[matrix]
     table = table_of(FULL, FULL)
-    getattr(table, matrix)[0] += table.index.vector({"cpu": 1000})
+    write(table, 0, table.index.vector({"cpu": 1000}))
     copy = table.copy()
-    assert np.array_equal(getattr(copy, matrix), getattr(table, matrix))
-    getattr(copy, matrix)[1] += table.index.vector({GPU: 1000})
-    getattr(table, matrix)[0] += table.index.vector({"cpu": 1})
+    assert getattr(copy, matrix) is getattr(table, matrix), "nothing copied before a write"
+    write(copy, 1, table.index.vector({GPU: 1000}))
+    assert getattr(copy, matrix) is not getattr(table, matrix)
+    write(table, 0, table.index.vector({"cpu": 1}))
     assert getattr(table, matrix)[1, table.index.position[GPU]] == 0
     assert getattr(copy, matrix)[0, table.index.position["cpu"]] == 1000
     assert getattr(table, matrix)[0, table.index.position["cpu"]] == 1001

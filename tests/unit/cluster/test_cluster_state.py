@@ -51,8 +51,10 @@ def test_pod_requesting_an_unknown_resource_is_kept_but_invalid() -> None:
     state = cluster()
     pod = state.add_pod(PodSpec("ns", "p", {"example.com/fpga": 1, "cpu": 500, "pods": 1}), 0.0)
     assert pod.invalid is not None and "example.com/fpga" in pod.invalid
-    assert state.index.mapping(pod.request) == {"cpu": 500, "pods": 1}
+    assert state.index.mapping(pod.request) == {"cpu": 500, "pods": 1, "example.com/fpga": 1}
     assert state.pods["ns/p"] is pod and "pod:ns/p" in state.waiting
+    state.add_node(NodeSpec("fpga-node", {"cpu": 8000, "pods": 10, "example.com/fpga": 2}))
+    assert pod.invalid is None, "a node offering the resource makes the pod valid"
 
 
 def test_zero_request_of_an_unknown_resource_does_not_crash() -> None:

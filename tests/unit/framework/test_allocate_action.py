@@ -8,6 +8,7 @@ from phalanx.api.specs import GangRef, GangSpec, NodeSpec, Placement, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo, PodStatus
+from phalanx.framework.backend import run_cycle
 from phalanx.framework.session import CycleResult
 from phalanx.policies import Scheduler, get_policy
 
@@ -66,10 +67,7 @@ def occupy(state: ClusterState, nodes: list[int], now: float = 0.0) -> None:
 
 def cycle(state: ClusterState, now: float = 0.0, seed: int = 0, *, scheduler=None) -> CycleResult:
     scheduler = scheduler or Scheduler(get_policy("phalanx"), seed=seed)
-    result = scheduler.cycle(state, now)
-    for pod, node in result.binds:
-        state.bind(pod, node, now)
-    return result
+    return run_cycle(scheduler, state, now)
 
 
 def bound(gang: GangInfo) -> int:
@@ -267,9 +265,14 @@ def test_timeout_condition_backoff_and_deferral() -> None:
     unchanged = cycle(state, midway, scheduler=scheduler)
     assert unchanged.deferred == {}  # nothing changed since it failed: no retry needed
     state.add_pod(PodSpec("ns", "newcomer", {"cpu": 1, "pods": 1}), midway)
+    assert cycle(state, midway, scheduler=scheduler).deferred == {}  # arrivals free nothing
+    state.add_pod(PodSpec("ns", "newcomer-2", {"cpu": 1, "pods": 1}), midway)
+    passing = state.add_pod(PodSpec("ns", "passing", {"cpu": 1, "pods": 1}), midway)
+    state.bind(passing, 1, midway)
+    state.release(passing)  # resources were freed: the parked gang may fit now
     during = cycle(state, midway, scheduler=scheduler)
     assert during.deferred == {"ns/g": gang.backoff_until}  # the cluster changed: retry
-    assert "ns/g" not in during.waiting and during.attempts == 1  # only the newcomer
+    assert "ns/g" not in during.waiting and during.attempts == 1  # only newcomer-2
 
     first_backoff = gang.backoff_until - 10.0
     now = gang.backoff_until

@@ -9,6 +9,7 @@ from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodStatus
+from phalanx.framework.backend import MemoryBackend, apply
 from phalanx.framework.session import Session, SessionConfig
 from phalanx.plugins.gang import Gang
 from phalanx.plugins.nodeorder import Binpack
@@ -31,6 +32,11 @@ def session(state: ClusterState, now: float = 0.0, seed: int = 0, **config) -> S
     return Session(
         state, plugins, now=now, rng=np.random.default_rng(seed), config=SessionConfig(**config)
     )
+
+
+def settle(s: Session) -> None:
+    """Close the session and apply its result, as a runner does."""
+    apply(s.close(), s.state, MemoryBackend(s.state, s.now))
 
 
 def add_gang(state, name, k, *, now=0.0, priority=None, timeout=None, scheduler_name=""):
@@ -132,6 +138,8 @@ def test_wait_applies_the_timeout(created, timeout, now, reason, timed_out) -> N
     gang = add_gang(state, "g", 2, now=created, timeout=timeout)
     s = session(state, now=now)
     s.wait(gang, "NotEnoughResources", "needs 2 × {nvidia.com/gpu: 1}")
+    assert gang.condition is None, "a session records decisions; it does not apply them"
+    settle(s)
     assert s.result.waiting["ns/g"] is gang.condition
     assert gang.condition.reason == reason
     assert gang.condition.message.endswith("needs 2 × {nvidia.com/gpu: 1}")
@@ -147,6 +155,7 @@ def test_backoff_doubles_up_to_the_maximum_and_timeout_is_reported_once() -> Non
     for now in (1.0, 3.0, 6.0, 11.0, 20.0, 40.0, 60.0):
         s = session(state, now=now, backoff_base=1.0, backoff_max=10.0)
         s.wait(gang, "NotEnoughResources", "x")
+        settle(s)
         delays.append(gang.backoff_until - now)
         reports += len(s.result.timeouts)
     assert delays == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0]
@@ -158,8 +167,11 @@ def test_placed_clears_the_backoff() -> None:
     gang = add_gang(state, "g", 2, timeout=1.0)
     s = session(state, now=5.0)
     s.wait(gang, "NotEnoughResources", "x")
+    settle(s)
     assert gang.failures == 1 and gang.backoff_until > 5.0
+    s = session(state, now=6.0)
     s.placed(gang)
+    settle(s)
     assert gang.failures == 0 and gang.backoff_until == 0.0
     assert gang.condition.type == "Scheduled"
 
@@ -174,8 +186,12 @@ def test_placed_clears_the_backoff() -> None:
 def test_condition_since_is_the_first_time_of_its_reason(first, second, reasons, since) -> None:
     state = cluster()
     gang = add_gang(state, "g", 2)
-    session(state, now=first).wait(gang, reasons[0], "x")
-    session(state, now=second).wait(gang, reasons[1], "y")
+    settled = session(state, now=first)
+    settled.wait(gang, reasons[0], "x")
+    settle(settled)
+    settled = session(state, now=second)
+    settled.wait(gang, reasons[1], "y")
+    settle(settled)
     assert gang.condition.since == since
     assert gang.condition.message == "y"
 
@@ -183,8 +199,12 @@ def test_condition_since_is_the_first_time_of_its_reason(first, second, reasons,
 def test_condition_since_survives_time_zero() -> None:
     state = cluster()
     gang = add_gang(state, "g", 2)
-    session(state, now=0.0).wait(gang, "NotEnoughResources", "x")
-    session(state, now=5.0).wait(gang, "NotEnoughResources", "x")
+    settled = session(state, now=0.0)
+    settled.wait(gang, "NotEnoughResources", "x")
+    settle(settled)
+    settled = session(state, now=5.0)
+    settled.wait(gang, "NotEnoughResources", "x")
+    settle(settled)
     assert gang.condition.since == 0.0
 
 

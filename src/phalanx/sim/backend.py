@@ -1,0 +1,72 @@
+"""The simulator's :class:`~phalanx.framework.backend.Backend`.
+
+The shared applier has already changed the state when these are called; this backend does what
+a cluster would do next, on the virtual clock: a bound pod starts running (after the start-up
+delay) and its gang's work starts once its minimum runs; an evicted pod is gone at once (no
+grace period) and its controller re-creates it; reservations are paid for in the GPU meter;
+timeouts and evictions are written to the event log; wake-ups become events on the heap.
+Conditions need no writing: the gang's condition in the state is what the run reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from phalanx.cluster.workloads import Condition, GangInfo, PodInfo, PodStatus
+from phalanx.sim.events import Event, Kind
+
+if TYPE_CHECKING:
+    from phalanx.sim.simulator import Simulation
+
+
+class SimBackend:
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.reserved: set[str] = set()  # pods whose GPUs the meter counts since a reservation
+        self.wakeups: set[float] = set()
+
+    def now(self) -> float:
+        return self.sim.now
+
+    def bind(self, gang: GangInfo, binds: Sequence[tuple[PodInfo, int]]) -> None:
+        sim = self.sim
+        for pod, node in binds:
+            if pod.key not in self.reserved:  # a reserved pod is counted already
+                sim.meter.allocate(sim.gpu(pod), started=gang.started is not None)
+            self.reserved.discard(pod.key)
+            sim.state.confirm(pod.key)
+            sim.emit("bind", pod=pod, node=sim.state.table.names[node])
+        if sim.options.startup_delay > 0:
+            sim.queue.push(Event(sim.now + sim.options.startup_delay, Kind.RUNNING, gang))
+        else:
+            sim.try_start(gang)
+
+    def evict(self, pod: PodInfo, gang: GangInfo) -> None:
+        self.sim.emit("evict", pod=pod)
+        self.sim.remove_pod(pod, PodStatus.DELETED)
+
+    def reserve(self, pod: PodInfo, node: int) -> None:
+        self.reserved.add(pod.key)
+        self.sim.meter.allocate(self.sim.gpu(pod), started=False)
+        self.sim.emit("reserve", pod=pod, node=self.sim.state.table.names[node])
+
+    def release(self, pod: PodInfo, node: int) -> None:
+        self.reserved.discard(pod.key)
+        self.sim.meter.release(self.sim.gpu(pod), started=False)
+        self.sim.emit("unreserve", pod=pod)
+
+    def write_status(self, gang: GangInfo, condition: Condition) -> None:
+        """The condition is in the state already; the run's records report it."""
+
+    def timed_out(self, gang: GangInfo) -> None:
+        message = gang.condition.message if gang.condition else ""
+        self.sim.emit("timeout", gang=gang, message=message)
+
+    def wake_at(self, at: float) -> None:
+        if at not in self.wakeups:
+            self.wakeups.add(at)
+            self.sim.queue.push(Event(at, Kind.RETRY, "wake"))
+
+    def attempts(self, count: int) -> None:
+        self.sim.attempts += count
