@@ -8,13 +8,17 @@ release finished pods) and checks the engine's invariants after every step:
   minimum (placed = bound or finished after being bound; nothing is mid-cycle);
 - ``requested <= allocatable``, and ``requested`` is exactly the sum of the bound pods' requests;
 - outside a cycle no pod is ALLOCATED or PIPELINED, pending pods are on no node, no claims linger;
-- the gangs' counters match their members, and ``waiting`` is exactly the gangs with a pending pod.
+- the gangs' counters match their members, and ``waiting`` is exactly the gangs with a pending pod;
+- the state, changed incrementally (nodes added, updated, cordoned and removed; pods deleted
+  while bound; specs updated; gangs evicted), equals a state rebuilt from scratch from the
+  same objects (``ClusterState.fingerprint``: usage, free GPU devices, gang counts).
 
 A second property checks that a cycle is a pure function of the state and the seed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
@@ -65,6 +69,86 @@ class EngineMachine(RuleBasedStateMachine):
     def make_cluster(self, nodes: list[dict[str, int]]) -> None:
         specs = [NodeSpec(f"n{i}", alloc) for i, alloc in enumerate(nodes)]
         self.state = ClusterState(specs, ResourceIndex())
+        self.gang_specs: dict[str, GangSpec] = {}
+        #: gangs that lost a bound member to a deletion: below their minimum by no doing of
+        #: the scheduler (their controller decides what happens next)
+        self.damaged: set[str] = set()
+
+    # -- the cluster changes -------------------------------------------------------------
+    @rule(alloc=node_allocatable, fpga=st.booleans())
+    def add_node(self, alloc: dict[str, int], fpga: bool) -> None:
+        assert self.state is not None
+        extra = {"example.com/fpga": 2} if fpga else {}
+        self.state.add_node(NodeSpec(self._name("node-"), {**alloc, **extra}))
+
+    @rule(pick=st.integers(0, 10**6), cordon=st.booleans(), more_gpus=st.booleans())
+    def update_node(self, pick: int, cordon: bool, more_gpus: bool) -> None:
+        """A node is cordoned or uncordoned, relabelled, or grows (never below what runs)."""
+        assert self.state is not None
+        specs = self._live_nodes()
+        if not specs:
+            return
+        old = specs[pick % len(specs)]
+        alloc = dict(old.allocatable)
+        if more_gpus:
+            alloc[GPU] = alloc.get(GPU, 0) + 2000
+        labels = {"rack": str(pick % 3)}
+        self.state.update_node(NodeSpec(old.name, alloc, labels, unschedulable=cordon))
+
+    @rule(pick=st.integers(0, 10**6))
+    def remove_node(self, pick: int) -> None:
+        """A node goes; the pods on it are deleted with it, as the pod GC does."""
+        assert self.state is not None
+        specs = self._live_nodes()
+        if len(specs) < 2:
+            return
+        name = specs[pick % len(specs)].name
+        row = self.state.node_index(name)
+        for pod in [p for p in self.state.pods.values() if p.node == row]:
+            self.damaged.add(pod.gang.ident)
+            self.state.remove_pod(pod.key)
+        self.state.remove_node(name)
+
+    @rule(pick=st.integers(0, 10**6))
+    def delete_pod(self, pick: int) -> None:
+        """Any pod is deleted, bound or not (its gang may drop below its minimum: the
+        workload's controller, not the scheduler, decides what happens then)."""
+        assert self.state is not None
+        keys = sorted(self.state.pods)
+        if keys:
+            pod = self.state.pods[keys[pick % len(keys)]]
+            if pod.status in PLACED_OUTSIDE_CYCLE:
+                self.damaged.add(pod.gang.ident)
+            self.state.remove_pod(pod.key)
+
+    @rule(pick=st.integers(0, 10**6), priority=st.integers(0, 3))
+    def update_pod_priority(self, pick: int, priority: int) -> None:
+        assert self.state is not None
+        keys = sorted(self.state.pods)
+        if keys:
+            pod = self.state.pods[keys[pick % len(keys)]]
+            self.state.update_pod(dataclasses.replace(pod.spec, priority=priority), self.now)
+
+    @rule(pick=st.integers(0, 10**6))
+    def evict_gang(self, pick: int) -> None:
+        """A running gang is evicted whole: its pods release, then are gone."""
+        assert self.state is not None
+        running = sorted(
+            {p.gang.ident for p in self.state.pods.values() if p.status is PodStatus.BOUND}
+        )
+        if not running:
+            return
+        gang = self.state.gangs[running[pick % len(running)]]
+        self.damaged.add(gang.ident)  # finished members, if any, stay placed
+        for pod in [p for p in gang.members if p.status is PodStatus.BOUND]:
+            self.state.evict(pod)
+            assert self.state.table.releasing[pod.node].any()
+            self.state.remove_pod(pod.key)
+
+    def _live_nodes(self) -> list[NodeSpec]:
+        assert self.state is not None
+        facts = self.state.table.facts
+        return [spec for spec, live in zip(facts.specs, facts.live, strict=True) if live]
 
     def _name(self, prefix: str) -> str:
         self.serial += 1
@@ -113,6 +197,7 @@ class EngineMachine(RuleBasedStateMachine):
             requests = {"cpu": 500, "pods": 1} if launcher else {"cpu": cpu, GPU: gpu, "pods": 1}
             role = ("launcher" if launcher else "worker") if with_roles else ""
             pods.append(PodSpec("ns", f"{name}-{i}", requests, gang=GangRef(name, API), role=role))
+        self.gang_specs[spec.key] = spec
         if gang_first:  # a PodGroup may appear before or after its pods
             self.state.add_gang(spec, self.now)
         for pod in pods:
@@ -191,7 +276,7 @@ class EngineMachine(RuleBasedStateMachine):
             assert gang.placed == len(placed), gang.key
             by_role = Counter(p.spec.role for p in placed)
             assert gang.placed_by_role == by_role, gang.key
-            if gang.implicit or not placed:
+            if gang.implicit or not placed or gang.ident in self.damaged:
                 continue
             assert len(placed) >= gang.min_member, (
                 f"{gang.key}: {len(placed)} placed < minMember {gang.min_member}"
@@ -229,6 +314,25 @@ class EngineMachine(RuleBasedStateMachine):
                 assert pod.node == -1, pod.key
         for gang in self.state.gangs.values():
             assert gang.pipelined == 0, gang.key
+
+    @invariant()
+    def incremental_state_equals_a_rebuilt_one(self) -> None:
+        if self.state is None:
+            return
+        state = self.state
+        rebuilt = ClusterState(self._live_nodes(), ResourceIndex())
+        for key, spec in self.gang_specs.items():
+            if key in state.gangs:
+                rebuilt.add_gang(spec, 0.0)
+        for pod in sorted(state.pods.values(), key=lambda p: p.seq):
+            copy = rebuilt.add_pod(pod.spec, pod.created)
+            if pod.status in (PodStatus.BOUND, PodStatus.SUCCEEDED):
+                row = rebuilt.node_index(state.table.names[pod.node])
+                assert row is not None
+                rebuilt.bind(copy, row, 0.0, pod.gpus)
+            if pod.status is PodStatus.SUCCEEDED:
+                rebuilt.release(copy)
+        assert state.fingerprint() == rebuilt.fingerprint()
 
     @invariant()
     def waiting_is_exactly_the_gangs_with_pending_pods(self) -> None:

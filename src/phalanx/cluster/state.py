@@ -55,6 +55,7 @@ from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 
 class ClusterState:
     def __init__(self, nodes: Sequence[NodeSpec], index: ResourceIndex) -> None:
+        index.grow(name for node in nodes for name in node.allocatable)
         self.index = index
         self.table = NodeTable.build(nodes, index)
         self.pods: dict[str, PodInfo] = {}
@@ -355,6 +356,8 @@ class ClusterState:
 
     def _refresh_waiting(self, gang: GangInfo) -> None:
         if gang.ident in self.blocked:
+            if not any(p.status is PodStatus.PENDING for p in gang.members):
+                del self.blocked[gang.ident]
             return
         if any(p.status is PodStatus.PENDING for p in gang.members):
             self.waiting.setdefault(gang.ident, gang)
@@ -386,24 +389,26 @@ class ClusterState:
         return self.pods.get(key)
 
     def fingerprint(self) -> dict[str, Any]:
-        """What must be equal between this state and one rebuilt from the same objects: the
-        usage of every live node (by name), its free GPU devices, and every gang's counts."""
-        table, live = self.table, self.table.facts.live
-        nodes = {
-            name: (
-                tuple(int(v) for v in table.requested[row]),
-                tuple(int(v) for v in table.gpu_free[row]),
-            )
-            for row, name in enumerate(table.names)
-            if live[row]
-        }
+        """What must be equal between this state and one rebuilt from the same objects, by
+        name (rows and columns may differ): every live node's usage and free GPU devices,
+        every pod's status, node and devices, every gang's counts."""
+        table, live, names = self.table, self.table.facts.live, self.table.names
+        nodes = {}
+        for row, name in enumerate(names):
+            if live[row]:
+                count = -(-int(table.allocatable[row, table.gpu_col]) // devices.WHOLE)
+                usage = self.index.mapping(table.requested[row])
+                nodes[name] = (usage, tuple(int(v) for v in table.gpu_free[row, :count]))
         gangs = {
-            ident: (gang.placed, tuple(sorted(gang.placed_by_role.items())), len(gang.members))
+            ident: (gang.placed, tuple(sorted((+gang.placed_by_role).items())), len(gang.members))
             for ident, gang in self.gangs.items()
             if gang.members
         }
-        pods = {key: (pod.status.value, pod.node, pod.gpus) for key, pod in self.pods.items()}
-        return {"nodes": nodes, "gangs": gangs, "pods": pods, "names": list(self.index.names)}
+        pods = {
+            key: (pod.status.value, names[pod.node] if pod.node >= 0 else "", pod.gpus)
+            for key, pod in self.pods.items()
+        }
+        return {"nodes": nodes, "gangs": gangs, "pods": pods}
 
 
 def _placeholder(key: str, now: float) -> GangInfo:
