@@ -203,5 +203,5 @@ async def test_explain_uses_the_settings_file_of_serve(tmp_path: Path) -> None:
         assert await placement("schedulerName: gangs\n") == {"node-a": ["lone"]}
         spread = "schedulerName: gangs\nscoring: {spread: 1}\n"
         assert await placement(spread) == {"node-b": ["lone"]}
-        with pytest.raises(InputError, match=r"scoring\.fgd"):
-            await placement("scoring: {fgd: 1}\n")
+        with pytest.raises(InputError, match=r"scoring\.tetris"):
+            await placement("scoring: {tetris: 1}\n")

@@ -287,7 +287,12 @@ def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
         ),
         ("leaderElection: [1]\n", "leaderElection", "expected a mapping"),
         ("timeouts: {request: 0}\n", "timeouts.request", "must be positive"),
-        ("scoring: {fgd: 1}\n", "scoring.fgd", "unknown field"),
+        ("scoring: {tetris: 1}\n", "scoring.tetris", "unknown field"),
+        (
+            "scoring: {fgd: {weight: 1, resources: {cpu: 1}}}\n",
+            "scoring.fgd.resources",
+            "fgd takes no per-resource weights",
+        ),
         ("scoring: {binpack: -1}\n", "scoring.binpack", "must not be negative"),
         ("scoring: {binpack: 0}\n", "scoring", "positive weight"),
         ("scoring: {}\n", "scoring", "at least one plugin"),

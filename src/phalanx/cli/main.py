@@ -34,7 +34,7 @@ from phalanx.compare import (
     run_policies,
 )
 from phalanx.k8s import load_files
-from phalanx.policies import POLICIES
+from phalanx.policies import POLICIES, SCORINGS
 from phalanx.report.format import table_rows
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
@@ -45,6 +45,12 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+SCORING_HELP = (
+    "node scoring plugin for every policy (default: the policy's own); fgd descends the "
+    "fragmentation of the run's own pod shapes"
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -69,9 +75,7 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("--until", type=_duration, help="simulated horizon, e.g. 2h")
     sim.add_argument("--events", metavar="PATH", help="write the event log as JSON Lines")
     sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
-    sim.add_argument(
-        "--scoring", choices=("binpack", "spread"), help="node scoring (default: the policy's)"
-    )
+    sim.add_argument("--scoring", choices=list(SCORINGS), help=SCORING_HELP)
     sim.add_argument(
         "--price",
         type=float,
@@ -97,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated policies, in table order (default: %(default)s)",
     )
     cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--scoring", choices=list(SCORINGS), help=SCORING_HELP)
     cmp.add_argument("--until", type=_duration, help="simulated horizon, e.g. 2h")
     cmp.add_argument("--report", metavar="PATH", help="write a self-contained HTML report")
     cmp.add_argument("-o", "--output", choices=("table", "json"), default="table")
@@ -114,7 +119,12 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     progress = progress_for(sys.stderr, len(names), force=args.progress)
     results = run_policies(
-        args.workload, names, seed=args.seed, until=args.until, progress=progress
+        args.workload,
+        names,
+        seed=args.seed,
+        until=args.until,
+        progress=progress,
+        scoring=args.scoring,
     )
     if args.report:
         page = html_report(args.workload, args.seed, results, until=args.until)
@@ -124,6 +134,8 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
         out.write(json.dumps(comparison_json(args.workload, args.seed, results), indent=2) + "\n")
         return 0
     horizon = "" if args.until is None else f" · until {format_duration(args.until)}"
+    if args.scoring is not None:
+        horizon += f" · scoring {args.scoring}"
     rows = table_rows(COLUMNS, metrics_of(results))
     lines = [
         f"workload {args.workload} · seed {args.seed}{horizon}",

@@ -21,7 +21,8 @@ from typing import IO, Any
 from phalanx.api.errors import InputError
 from phalanx.api.workload import Workload
 from phalanx.k8s import load_files
-from phalanx.policies import POLICIES
+from phalanx.policies import POLICIES, SCORINGS
+from phalanx.policies.registry import unknown
 from phalanx.sim.simulator import SimOptions, simulate
 
 
@@ -166,16 +167,20 @@ def run_policies(
     until: float | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    scoring: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each policy's ``SimResult.to_json()`` on the workload ``spec``, in ``policies`` order.
 
+    ``scoring`` replaces every policy's scoring plugin (a name in the registry's SCORINGS).
     ``workers`` defaults to ``min(len(policies), os.cpu_count())``; with one worker the runs
     happen in this process. Bad input (unknown policy, unknown workload, bad manifests) raises
     :class:`InputError` before any process starts.
     """
     names = check_policies(policies)
     workload = load_workload(spec)
-    options = [SimOptions(policy=name, seed=seed, until=until) for name in names]
+    if scoring is not None and scoring not in SCORINGS:
+        raise unknown("scoring", scoring, SCORINGS, "--scoring")
+    options = [SimOptions(policy=name, seed=seed, until=until, scoring=scoring) for name in names]
     count = workers_for(len(names)) if workers is None else max(1, min(workers, len(names)))
     runs: dict[str, Run] = {}
     if progress is not None:

@@ -8,17 +8,28 @@ finds them once when it is built (``hooks``). Combination rules, as in Volcano:
   without a Python comparison per pair;
 - validity (``unit_valid``): every plugin must accept; the first refusal's reason is kept;
 - readiness (``unit_ready``): all must agree (no plugin: ready);
-- filters: node masks are ANDed; scores: weighted sum.
+- filters: node masks are ANDed; scores: weighted sum;
+- GPU devices (``choose_gpus``): the first scoring plugin that chooses them decides, so a pod
+  lands on the devices it was scored for (FGD); with none, the table's best fit;
+- placements (``observe``) and session opening (``open_session``): every plugin is told.
+
+Scoring plugins are built from a :class:`BuildContext` (``SCORINGS`` in
+:mod:`phalanx.policies.registry` maps each name to a ``build(context)``): what a plugin may
+need that only the runner knows — the run's seed, FGD's target workload — travels in one frozen
+value, the same in every runner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from phalanx.api.errors import InputError
+from phalanx.cluster.fragmentation import TargetWorkload
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.workloads import PodInfo
@@ -66,6 +77,42 @@ class Score(Protocol):
 
 
 @runtime_checkable
+class ChoosesGpus(Protocol):
+    def choose_gpus(self, table: NodeTable, pod: PodInfo, node: int) -> tuple[int, ...]:
+        """The GPU devices ``pod`` takes on ``node`` (``()`` for none)."""
+
+
+@runtime_checkable
+class ObservesPlacements(Protocol):
+    def observe(self, table: NodeTable, pod: PodInfo, node: int) -> None:
+        """``pod`` was placed on ``node`` (called when its Statement commits)."""
+
+
+@runtime_checkable
+class OpensSession(Protocol):
+    def open_session(self, session: Session) -> None:
+        """A session opens over ``session.state`` (Volcano's OnSessionOpen): read what the
+        plugin keeps from the cluster, e.g. a learned workload or the pods on each node."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuildContext:
+    """What a scoring plugin is built with: its weight in the score sum, the weight of each
+    resource inside it (None: the plugin's own), and what only the runner knows."""
+
+    weight: int = 1
+    resources: Mapping[str, int] | None = None
+    seed: int = 0  # the run's seed: plugins that draw at random seed their own generator
+    #: the pod shapes the cluster expects (FGD's target workload); None: learn it live
+    target: TargetWorkload | None = None
+
+    def no_resource_weights(self, plugin: str) -> None:
+        """Refuse per-resource weights for a plugin that has none."""
+        if self.resources is not None:
+            raise InputError(f"{plugin} takes no per-resource weights", field="resources")
+
+
+@runtime_checkable
 class Action(Protocol):
     name: str
 
@@ -84,3 +131,7 @@ class Hooks:
         self.readiness = [p for p in plugins if isinstance(p, UnitReady)]
         self.filters = [p for p in plugins if isinstance(p, Filter)]
         self.scorers = [p for p in plugins if isinstance(p, Score)]
+        choosers = [p for p in self.scorers if isinstance(p, ChoosesGpus)]
+        self.gpu_chooser: ChoosesGpus | None = choosers[0] if choosers else None
+        self.observers = [p for p in plugins if isinstance(p, ObservesPlacements)]
+        self.openers = [p for p in plugins if isinstance(p, OpensSession)]

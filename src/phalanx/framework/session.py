@@ -78,9 +78,13 @@ class Session:
         self.readiness = hooks.readiness
         self.filters = hooks.filters
         self.scorers = hooks.scorers
+        self.gpu_chooser = hooks.gpu_chooser
+        self.observers = hooks.observers
         self.freed = state.freed
         self.result = CycleResult(freed=state.freed)
         self._open: list[Statement] = []
+        for plugin in hooks.openers:
+            plugin.open_session(self)
 
     # -- units -----------------------------------------------------------------------------
     def units(self) -> list[Unit]:
@@ -150,6 +154,13 @@ class Session:
         best = candidates[scores == scores.max()]
         return int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
 
+    def choose_gpus(self, pod: PodInfo, node: int) -> tuple[int, ...]:
+        """The devices ``pod`` takes on ``node``: the scoring plugin's choice, if one chooses
+        (FGD, random), else the table's best fit."""
+        if self.gpu_chooser is not None:
+            return self.gpu_chooser.choose_gpus(self.table, pod, node)
+        return self.table.pick_gpus(node, pod.request)
+
     # -- statements ------------------------------------------------------------------------
     def statement(self) -> Statement:
         stmt = Statement(self)
@@ -161,6 +172,8 @@ class Session:
         for operation in operations:
             if operation.op is Op.ALLOCATE:
                 placed.append((operation.pod, operation.node))
+                for observer in self.observers:
+                    observer.observe(self.table, operation.pod, operation.node)
             elif operation.op is Op.EVICT:
                 self.result.evictions.append(operation.pod)
 

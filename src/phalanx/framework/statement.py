@@ -49,9 +49,10 @@ class Statement:
         return len(self.operations)
 
     def allocate(self, pod: PodInfo, node: int, gpus: tuple[int, ...] | None = None) -> None:
-        """Place ``pod`` on ``node``, on the given GPU devices or the table's best fit."""
+        """Place ``pod`` on ``node``, on the given GPU devices or those the session chooses
+        (a scoring plugin's choice, else the table's best fit)."""
         if gpus is None:
-            gpus = self.table.pick_gpus(node, pod.request)
+            gpus = self.session.choose_gpus(pod, node)
         self._log(Op.ALLOCATE, pod, node, gpus)
         self.table.add(node, pod.request, gpus)
         pod.gpus = gpus

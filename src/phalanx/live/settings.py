@@ -10,6 +10,9 @@ defaults below. Example::
     scoring:               # node-scoring plugins and their weights (default: binpack: 1)
       binpack: 1           # a weight, or {weight: N, resources: {nvidia.com/gpu: 10, cpu: 1}}
       spread: 0            # weight 0 leaves a plugin out
+      fgd: 0               # any name of the registry's SCORINGS: also random, dotproduct,
+                           # gpuclustering, gpupacking, bestfit (the FGD paper's policies;
+                           # per-resource weights are for binpack and spread only)
     metricsPort: 8080      # /healthz, /readyz, /metrics; 0 turns the server off
     bindConcurrency: 16
     recovery:              # gangs whose binds fail part-way (see phalanx.live.recovery)
@@ -114,6 +117,11 @@ class ServeSettings:
             raise fail("actions", "name at least one action")
         if self.scoring is not None and not any(s.weight > 0 for s in self.scoring):
             raise fail("scoring", "at least one plugin needs a positive weight")
+        for scorer in self.scoring or ():
+            try:
+                scorer.build()  # e.g. per-resource weights given to a plugin that has none
+            except InputError as err:
+                raise err.located(source=source) from None
         if self.period <= 0:
             raise fail("period", "must be positive")
         if not 0 <= self.metrics_port <= 65535:

@@ -1,9 +1,10 @@
 """The FGD paper's GPU packing experiment (Weng et al., USENIX ATC'23) on phalanx's engine.
 
 ``run_packing("default", "fgd", 42)`` replays openb's ``default`` pod list on the 1213 GPU
-nodes with the FGD score plugin and returns the GPU allocation and fragmentation ratios at
-arrived = 100 % and 130 % of capacity (:mod:`.experiment` describes the method, :mod:`.data`
-the inputs, :mod:`.published` the authors' table it is compared with).
+nodes with the registry's ``fgd`` scoring plugin and returns the GPU allocation and
+fragmentation ratios at arrived = 100 % and 130 % of capacity (:mod:`.experiment` describes
+the method, :mod:`.data` the inputs, :mod:`.published` the authors' table it is compared
+with).
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ syncClusterResourceList``, ``experiments/analysis/merge_*_discrete.py``):
    to the lowest rank — a fixed random node order for the whole run.
 4. **Placement**: pods one after another, no departures, no preemption; filters are the
    engine's :class:`~phalanx.plugins.predicates.Predicates` (CPU, memory, pod count, GPU
-   devices, GPU-model affinity); scores come from the policy's plugin through a
-   :class:`~phalanx.framework.session.Session`; the chosen devices go to
-   :meth:`Statement.allocate`. A pod that fits nowhere stays unplaced.
+   devices, GPU-model affinity); scores come from the policy's plugin (the registry's scoring
+   plugin of that name) through a :class:`~phalanx.framework.session.Session`, and
+   :meth:`Statement.allocate` takes the devices the plugin chooses, as in every runner. Only
+   the tie-break above is the experiment's own. A pod that fits nowhere stays unplaced.
 5. **Metrics**, recorded after every pod (as the artifact logs them): arrived milli-GPU
    (failed pods included) and allocated milli-GPU as % of capacity, and FGD's fragmentation
    (fragmented / idle GPU, %) against the target workload of the pod list (95 % popularity).
@@ -48,13 +49,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from phalanx.cluster.fragmentation import Fragmentation, TargetWorkload, target_workload, task_type
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.session import Session
 from phalanx.packing.data import OpenbData, load
-from phalanx.packing.policies import ChoosesGpus, ObservesPlacements, check_policy, make_policy
-from phalanx.plugins.fgd import Fragmentation, TargetWorkload, target_workload
+from phalanx.packing.policies import check_policy, make_policy
 from phalanx.plugins.predicates import Predicates
 
 #: Arrived GPU demand as a multiple of the cluster's GPU capacity (the artifact's ``-tune``).
@@ -201,7 +202,7 @@ def replay(
         arrivals = arrival_sequence(data, seed, ratio)
     order = arrivals.order if limit is None else arrivals.order[:limit]
     if workload is None:
-        workload = target_workload(p.task() for p in data.pods)
+        workload = target_workload(task_type(p.cpu, p.gpu_request, p.models) for p in data.pods)
     state = ClusterState(data.nodes, ResourceIndex())
     pods: list[PodInfo] = []
     for position, index in enumerate(order):
@@ -211,8 +212,6 @@ def replay(
             name = f"{name}-tuned-{position - arrivals.extra_from}"
         pods.append(state.add_pod(row.spec(name), 0.0))
     plugin = make_policy(policy, arrivals.policy_seed, workload)
-    chooser = plugin if isinstance(plugin, ChoosesGpus) else None
-    observer = plugin if isinstance(plugin, ObservesPlacements) else None
     session = Session(state, [Predicates(), plugin], now=0.0, rng=np.random.default_rng(seed))
     table = session.table
     rank = arrivals.node_rank
@@ -234,12 +233,9 @@ def replay(
             scores = session.scores(pod, feasible)[candidates]
             best = candidates[scores == scores.max()]
             node = int(best[0] if best.size == 1 else best[np.argmin(rank[best])])
-            gpus = chooser.choose_gpus(table, pod, node) if chooser is not None else None
             statement = session.statement()
-            statement.allocate(pod, node, gpus)
-            statement.commit()
-            if observer is not None:
-                observer.observe(table, pod, node)
+            statement.allocate(pod, node)  # on the devices the plugin chooses
+            statement.commit()  # the session tells observing plugins (GpuClustering)
             used += milli
             placed += 1
         placements.append(node)

@@ -1,48 +1,26 @@
-"""The six placement policies of the FGD paper, as phalanx Score plugins.
+"""The six placement policies of the FGD paper: ordinary scoring plugins of the one registry.
 
-Each name maps to the plugin that scores nodes (and, where the policy has its own rule, chooses
-GPU devices) and to the policy's label in the published results.
+Each name is a scoring plugin of :data:`phalanx.policies.registry.SCORINGS` (usable as
+``--scoring NAME`` in ``simulate``/``compare`` and in ``serve``'s settings too); this module
+only fixes the order the experiment reports them in and their label in the published table.
+A plugin is built with the replay's policy seed and the pod list's target workload.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
-
 from phalanx.api.errors import InputError
-from phalanx.cluster.nodes import NodeTable
-from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Score
-from phalanx.plugins.bestfit import BestFit
-from phalanx.plugins.dotproduct import DotProduct
-from phalanx.plugins.fgd import FGD, TargetWorkload
-from phalanx.plugins.gpuclustering import GpuClustering
-from phalanx.plugins.gpupacking import GpuPacking
-from phalanx.plugins.randomscore import RandomScore
+from phalanx.cluster.fragmentation import TargetWorkload
+from phalanx.framework.plugin import BuildContext, Score
+from phalanx.policies.registry import build_scoring
 
-
-@runtime_checkable
-class ChoosesGpus(Protocol):
-    def choose_gpus(self, table: NodeTable, pod: PodInfo, node: int) -> tuple[int, ...]:
-        """The GPU devices ``pod`` takes on ``node``."""
-
-
-@runtime_checkable
-class ObservesPlacements(Protocol):
-    def observe(self, table: NodeTable, pod: PodInfo, node: int) -> None:
-        """``pod`` was placed on ``node``."""
-
-
-Factory = Callable[[int, TargetWorkload], Score]
-
-#: name → (plugin factory taking (seed, target workload), label in the published table)
-POLICIES: dict[str, tuple[Factory, str]] = {
-    "random": (lambda seed, _: RandomScore(seed), "01-Random"),
-    "dotproduct": (lambda _s, _w: DotProduct(), "02-DotProd"),
-    "gpuclustering": (lambda _s, _w: GpuClustering(), "03-GpuClustering"),
-    "gpupacking": (lambda _s, _w: GpuPacking(), "04-GpuPacking"),
-    "bestfit": (lambda _s, _w: BestFit(), "05-BestFit"),
-    "fgd": (lambda _s, workload: FGD(workload), "06-FGD"),
+#: name in the registry → the policy's label in the published results, in table order
+POLICIES: dict[str, str] = {
+    "random": "01-Random",
+    "dotproduct": "02-DotProd",
+    "gpuclustering": "03-GpuClustering",
+    "gpupacking": "04-GpuPacking",
+    "bestfit": "05-BestFit",
+    "fgd": "06-FGD",
 }
 
 
@@ -56,9 +34,10 @@ def check_policy(name: str) -> str:
 
 
 def make_policy(name: str, seed: int, workload: TargetWorkload) -> Score:
-    factory, _ = POLICIES[check_policy(name)]
-    return factory(seed, workload)
+    """The registry's plugin ``name``, seeded with ``seed``, descending ``workload``."""
+    context = BuildContext(seed=seed, target=workload)
+    return build_scoring(check_policy(name), context, "--policy")
 
 
 def published_label(name: str) -> str:
-    return POLICIES[check_policy(name)][1]
+    return POLICIES[check_policy(name)]

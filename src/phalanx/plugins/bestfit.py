@@ -20,7 +20,7 @@ import numpy as np
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Scores
+from phalanx.framework.plugin import BuildContext, Scores
 
 MAX_SPEC_CPU = 128000.0
 MAX_SPEC_GPU = 8000.0
@@ -33,6 +33,11 @@ class BestFit:
 
     def __init__(self, weight: int = 1) -> None:
         self.weight = weight
+
+    @classmethod
+    def build(cls, context: BuildContext) -> BestFit:
+        context.no_resource_weights(cls.name)
+        return cls(context.weight)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
         cpu, gpu = table.index.position["cpu"], table.gpu_col

@@ -22,7 +22,7 @@ import numpy as np
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Scores
+from phalanx.framework.plugin import BuildContext, Scores
 
 #: The largest node of the artifact's cluster (normalisation of both dimensions).
 MAX_SPEC_CPU = 128000.0
@@ -34,6 +34,11 @@ class DotProduct:
 
     def __init__(self, weight: int = 1) -> None:
         self.weight = weight
+
+    @classmethod
+    def build(cls, context: BuildContext) -> DotProduct:
+        context.no_resource_weights(cls.name)
+        return cls(context.weight)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
         cpu, gpu = table.index.position["cpu"], table.gpu_col

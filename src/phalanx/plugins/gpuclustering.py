@@ -15,22 +15,32 @@ classes are those of the GPU tasks placed on it. With ``fill(n) = ⌊25 · (8000
     it hosts only other classes                   score =  0 + fill(n)
 
 A CPU-only task scores 0 everywhere. phalanx's node table does not record which pods sit on a
-node, so the plugin remembers the classes itself: call :meth:`GpuClustering.observe` after
-each placement (the packing driver does). GPU devices are chosen by best fit.
+node, so the plugin remembers the classes itself: when a session opens it reads them from the
+pods that hold a node (again only when the cluster is another one or something was released
+since, as a release may take a class away: O(pods) then), and the session tells it of every
+placement it commits (:class:`~phalanx.framework.plugin.ObservesPlacements`). GPU devices
+are chosen by best fit.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from phalanx.cluster import devices
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeFacts, NodeTable
-from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Scores
+from phalanx.cluster.workloads import PodInfo, PodStatus
+from phalanx.framework.plugin import BuildContext, Scores
+
+if TYPE_CHECKING:
+    from phalanx.framework.session import Session
 
 MAX_SPEC_GPU = 8000
 QUARTER = 25
+#: Pods whose class counts on their node.
+HOLDING = frozenset({PodStatus.ALLOCATED, PodStatus.RESERVED, PodStatus.BOUND, PodStatus.RELEASING})
 
 
 def task_class(milli: int) -> str | None:
@@ -49,6 +59,27 @@ class GpuClustering:
         self._facts: NodeFacts | None = None
         self._bits = np.zeros(0, dtype=np.int64)  # per node: bit set of classes present
         self._class_bit: dict[str, int] = {}
+        self._state: object = None  # the cluster state last read, and its release count
+        self._freed = -1
+
+    @classmethod
+    def build(cls, context: BuildContext) -> GpuClustering:
+        context.no_resource_weights(cls.name)
+        return cls(context.weight)
+
+    def open_session(self, session: Session) -> None:
+        """Read the classes on each node from the pods holding it, unless only placements
+        this plugin observed happened since it last did."""
+        state = session.state
+        if state is self._state and state.freed == self._freed:
+            return
+        self._state, self._freed = state, state.freed
+        table = session.table
+        self._facts = table.facts
+        self._bits = np.zeros(len(table), dtype=np.int64)
+        for pod in state.pods.values():
+            if pod.node >= 0 and pod.status in HOLDING:
+                self.observe(table, pod, pod.node)
 
     def _bits_for(self, table: NodeTable) -> np.ndarray:
         if self._facts is not table.facts or self._bits.shape[0] != len(table):

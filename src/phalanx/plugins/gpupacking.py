@@ -24,7 +24,7 @@ from phalanx.cluster import devices
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Scores
+from phalanx.framework.plugin import BuildContext, Scores
 
 MAX_SCORE = 100
 
@@ -34,6 +34,11 @@ class GpuPacking:
 
     def __init__(self, weight: int = 1) -> None:
         self.weight = weight
+
+    @classmethod
+    def build(cls, context: BuildContext) -> GpuPacking:
+        context.no_resource_weights(cls.name)
+        return cls(context.weight)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
         count, each = devices.shape(int(pod.request[table.gpu_col]))

@@ -22,7 +22,7 @@ from phalanx.api.quantity import is_gpu
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Scores
+from phalanx.framework.plugin import BuildContext, Scores
 
 DEFAULT_BINPACK_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1, "nvidia.com/gpu": 10}
 DEFAULT_SPREAD_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1}
@@ -60,6 +60,10 @@ class Binpack:
         self.weight = weight
         self.weights = dict(DEFAULT_BINPACK_WEIGHTS if weights is None else weights)
 
+    @classmethod
+    def build(cls, context: BuildContext) -> Binpack:
+        return cls(context.weight, context.resources)
+
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
         cols, w = _weights(table, pod, self.weights, gpu_weight=10)
         if cols.size == 0:
@@ -73,6 +77,10 @@ class Spread:
     def __init__(self, weight: int = 1, weights: Mapping[str, int] | None = None) -> None:
         self.weight = weight
         self.weights = dict(DEFAULT_SPREAD_WEIGHTS if weights is None else weights)
+
+    @classmethod
+    def build(cls, context: BuildContext) -> Spread:
+        return cls(context.weight, context.resources)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
         cols, w = _weights(table, pod, self.weights, gpu_weight=0)

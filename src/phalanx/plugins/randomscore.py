@@ -20,7 +20,7 @@ from phalanx.cluster import devices
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Scores
+from phalanx.framework.plugin import BuildContext, Scores
 
 
 class RandomScore:
@@ -29,6 +29,12 @@ class RandomScore:
     def __init__(self, seed: int = 0, weight: int = 1) -> None:
         self.weight = weight
         self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def build(cls, context: BuildContext) -> RandomScore:
+        """Seeded with the run's seed (the packing experiment's: its policy seed)."""
+        context.no_resource_weights(cls.name)
+        return cls(context.seed, context.weight)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
         out = np.zeros(len(table), dtype=np.float64)

@@ -23,22 +23,30 @@ policy documents the source semantics it follows and lists its actions in order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from phalanx.api.errors import InputError
+from phalanx.cluster.fragmentation import TargetWorkload
 from phalanx.cluster.state import ClusterState
-from phalanx.framework.plugin import Action, Hooks
+from phalanx.framework.plugin import Action, BuildContext, Hooks
 from phalanx.framework.session import CycleResult, Session, SessionConfig
 from phalanx.plugins.predicates import Predicates
-from phalanx.policies.registry import ACTIONS, ORDERINGS, SCORINGS, build_actions, unknown
+from phalanx.policies.registry import (
+    ACTIONS,
+    ORDERINGS,
+    SCORINGS,
+    build_actions,
+    build_scoring,
+)
 
 __all__ = [
     "ACTIONS",
     "ORDERINGS",
     "POLICIES",
     "SCORINGS",
+    "BuildContext",
     "Policy",
     "Scheduler",
     "Scorer",
@@ -55,10 +63,11 @@ class Scorer:
     weight: int = 1
     resources: Mapping[str, int] | None = None
 
-    def build(self) -> object:
-        if self.name not in SCORINGS:
-            raise unknown("scoring", self.name, SCORINGS, "scoring")
-        return SCORINGS[self.name](self.weight, self.resources)
+    def build(self, context: BuildContext | None = None) -> object:
+        """The plugin, built with the run's ``context`` and this scorer's weights."""
+        run = BuildContext() if context is None else context
+        weights = replace(run, weight=self.weight, resources=self.resources)
+        return build_scoring(self.name, weights)
 
 
 @dataclass(frozen=True)
@@ -71,17 +80,21 @@ class Policy:
     config: SessionConfig
 
     def plugins(
-        self, scoring: str | None = None, scorers: Sequence[Scorer] | None = None
+        self,
+        scoring: str | None = None,
+        scorers: Sequence[Scorer] | None = None,
+        context: BuildContext | None = None,
     ) -> list[object]:
         """The policy's plugins; ``scorers`` (weights included; weight 0 leaves a plugin out)
-        replace its scoring plugin, ``scoring`` names one scoring plugin of weight 1."""
-        chosen = scoring or self.default_scoring
-        if chosen not in SCORINGS:
-            raise unknown("scoring", chosen, SCORINGS, "--scoring")
+        replace its scoring plugin, ``scoring`` names one scoring plugin of weight 1.
+        Scoring plugins are built with ``context`` (the run's seed and target workload)."""
         ordering = [ORDERINGS[name]() for name in self.orderings]
         if scorers is None:
-            return [*ordering, Predicates(), SCORINGS[chosen](1, None)]
-        return [*ordering, Predicates(), *(s.build() for s in scorers if s.weight > 0)]
+            chosen = scoring or self.default_scoring
+            plugin = build_scoring(chosen, context or BuildContext(), "--scoring")
+            return [*ordering, Predicates(), plugin]
+        built = (s.build(context) for s in scorers if s.weight > 0)
+        return [*ordering, Predicates(), *built]
 
     @property
     def gang_aware(self) -> bool:
@@ -144,10 +157,14 @@ class Scheduler:
         scoring: str | None = None,
         scorers: Sequence[Scorer] | None = None,
         actions: Sequence[str] | None = None,
+        target: TargetWorkload | None = None,
     ) -> None:
-        """``actions`` replaces the policy's list of actions (names in the registry)."""
+        """``actions`` replaces the policy's list of actions (names in the registry);
+        ``target`` is the pod shapes the cluster expects (FGD's target workload; None: the
+        plugin learns them from the cluster's pods)."""
         self.policy = policy
-        self.plugins: Sequence[object] = policy.plugins(scoring, scorers)
+        context = BuildContext(seed=seed, target=target)
+        self.plugins: Sequence[object] = policy.plugins(scoring, scorers, context)
         self.hooks = Hooks(self.plugins)
         names = policy.actions if actions is None else tuple(actions)
         self.actions: list[Action] = build_actions(names)

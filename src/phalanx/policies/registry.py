@@ -7,7 +7,11 @@ action").
 
 - ``ORDERINGS``: plugins that order units and vote on validity/readiness, built with no
   arguments.
-- ``SCORINGS``: node-scoring plugins, built with ``(weight, per-resource weights or None)``.
+- ``SCORINGS``: node-scoring plugins, each built by its ``build(context)`` from a
+  :class:`~phalanx.framework.plugin.BuildContext` (weight, per-resource weights, the run's
+  seed, FGD's target workload). Besides binpack and spread, the six placement policies of the
+  FGD paper (random, dotproduct, gpuclustering, gpupacking, bestfit, fgd): ``phalanx
+  packing`` resolves its policies here too.
 - ``ACTIONS``: the algorithms a cycle runs, in the order a policy lists them (Volcano's
   ``actions: "enqueue, allocate, preempt, reclaim, backfill"``); built with no arguments.
   Actions never call each other: they share the session and its Statements.
@@ -20,13 +24,19 @@ from collections.abc import Callable, Mapping
 from phalanx.actions.allocate import Allocate
 from phalanx.actions.coscheduling import Coscheduling
 from phalanx.api.errors import InputError
-from phalanx.framework.plugin import Action
+from phalanx.framework.plugin import Action, BuildContext, Score
+from phalanx.plugins.bestfit import BestFit
+from phalanx.plugins.dotproduct import DotProduct
 from phalanx.plugins.drf import Drf
+from phalanx.plugins.fgd import FGD
 from phalanx.plugins.gang import Gang
+from phalanx.plugins.gpuclustering import GpuClustering
+from phalanx.plugins.gpupacking import GpuPacking
 from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.priority import Priority
+from phalanx.plugins.randomscore import RandomScore
 
-ScoringFactory = Callable[[int, Mapping[str, int] | None], object]
+ScoringFactory = Callable[[BuildContext], Score]
 
 ORDERINGS: dict[str, Callable[[], object]] = {
     "priority": Priority,
@@ -35,8 +45,14 @@ ORDERINGS: dict[str, Callable[[], object]] = {
 }
 
 SCORINGS: dict[str, ScoringFactory] = {
-    "binpack": Binpack,
-    "spread": Spread,
+    "binpack": Binpack.build,
+    "spread": Spread.build,
+    "random": RandomScore.build,
+    "dotproduct": DotProduct.build,
+    "gpuclustering": GpuClustering.build,
+    "gpupacking": GpuPacking.build,
+    "bestfit": BestFit.build,
+    "fgd": FGD.build,
 }
 
 ACTIONS: dict[str, Callable[[], Action]] = {
@@ -48,6 +64,17 @@ ACTIONS: dict[str, Callable[[], Action]] = {
 def unknown(kind: str, name: str, table: Mapping[str, object], field: str) -> InputError:
     known = ", ".join(table)
     return InputError(f"unknown {kind} {name!r} (choose from {known})", field=field)
+
+
+def build_scoring(name: str, context: BuildContext, field: str = "scoring") -> Score:
+    """The scoring plugin ``name`` built with ``context``; an unknown name is an input error
+    naming ``field``."""
+    if name not in SCORINGS:
+        raise unknown("scoring", name, SCORINGS, field)
+    try:
+        return SCORINGS[name](context)
+    except InputError as err:
+        raise err.located(field=f"{field}.{name}") from None
 
 
 def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action]:

@@ -27,7 +27,7 @@ from phalanx.policies import Scheduler, get_policy
 from phalanx.sim.backend import SimBackend
 from phalanx.sim.controller import JobController
 from phalanx.sim.events import Event, EventQueue, Kind
-from phalanx.sim.fragmentation import FragMeter
+from phalanx.sim.fragmentation import FragMeter, run_target
 from phalanx.sim.metrics import (
     DEFAULT_GPU_HOUR_PRICE,
     GangRecord,
@@ -63,18 +63,20 @@ class Simulation:
         index = resource_index(workload)
         check(workload, index)
         self.state = ClusterState(list(workload.of(NodeSpec)), index)
+        target = run_target(workload)  # FGD's target workload: the run's own pod shapes
         self.scheduler = Scheduler(
             get_policy(options.policy),
             seed=options.seed,
             scoring=options.scoring,
             actions=options.actions,
+            target=target,
         )
         self.gpu_columns = index.gpu_columns()
         self.quota = QuotaTracker()
         self.jobs = JobController(self._create_pod)
         self.queue = EventQueue()
         self.meter = GpuMeter()
-        self.frag = FragMeter(workload)
+        self.frag = FragMeter(target)
         self.now = 0.0
         self.records: dict[str, GangRecord] = {}
         self.waiting_count = 0

@@ -13,10 +13,16 @@ Design (columns and units: ``openb/README.md`` of the shared traces):
 - **Pods**: one :class:`PodSpec` per row, namespace ``default``, no gang. Requests are
   ``cpu`` = ``cpu_milli``, ``memory`` = ``memory_mib`` MiB in bytes, ``pods`` 1 and
   ``nvidia.com/gpu`` = ``gpu_milli`` for a GPU-sharing pod (``num_gpu`` 1, ``gpu_milli`` < 1000),
-  else ``num_gpu`` × 1000 (absent for CPU-only pods). A row must be consistent: ``gpu_milli`` is 0
-  without GPUs, 1..1000 with one GPU and 1000 with several. ``gpu_spec`` (``V100M16|V100M32``)
-  becomes a required node affinity ``alibabacloud.com/gpu-card-model In (V100M16, V100M32)``
-  (duplicates removed, one shared Placement per distinct spec). ``duration`` is
+  else ``num_gpu`` × 1000 (absent for CPU-only pods). ``gpu_milli`` must be 1..1000 with one
+  GPU and 1000 with several. Without GPUs (``num_gpu`` 0) the row is a CPU-only pod whatever
+  ``gpu_milli`` and ``gpu_spec`` say. This is how the FGD simulator reads a row (a pod's GPU
+  demand is ``num_gpu × gpu_milli``), and the packing reproduction (:mod:`phalanx.packing`)
+  reads its pod lists here: refusing such a row would refuse a list the artifact replays. (The
+  published lists have no such row, so no figure depends on the choice.) ``gpu_spec``
+  (``V100M16|V100M32``) becomes a required node affinity
+  ``alibabacloud.com/gpu-card-model In (V100M16, V100M32)`` (duplicates removed, one shared
+  Placement per distinct spec); :class:`OpenbRow` keeps it as written, because FGD's task
+  types compare the written string. ``duration`` is
   ``deletion_time − creation_time`` where both are present. ``qos``, ``pod_phase`` and
   ``scheduled_time`` are validated as present-or-absent columns but not used.
 - The ``multigpu*`` lists have only the first five columns: no durations, no constraints, no
@@ -31,6 +37,8 @@ Design (columns and units: ``openb/README.md`` of the shared traces):
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -176,6 +184,51 @@ def _csv_nodes(path: str | os.PathLike[str]) -> list[NodeSpec]:
 # --- pods --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class OpenbRow:
+    """One row of a pod list, as the FGD simulator sees a pod (the one openb pod reader: the
+    packing experiment and the trace loader both read rows with :func:`read_openb_rows`)."""
+
+    name: str
+    cpu: int  # milli-CPU
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int  # per GPU; 0 without GPUs
+    gpu_spec: str = ""  # allowed models as written ("|"-separated), "" = any; "" without GPUs
+    created: int | None = None  # creation_time
+    deleted: int | None = None  # deletion_time
+
+    @property
+    def gpu_request(self) -> int:
+        """``nvidia.com/gpu`` in milli-GPU: the share, or whole GPUs × 1000."""
+        return self.num_gpu * self.gpu_milli
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The allowed GPU models as written (duplicates kept: FGD's task types are the
+        artifact's, which compares the written string)."""
+        return tuple(self.gpu_spec.split("|")) if self.gpu_spec else ()
+
+    @property
+    def duration(self) -> float | None:
+        if self.created is None or self.deleted is None:
+            return None
+        return float(self.deleted - self.created)
+
+    def spec(self, name: str | None = None, *, duration: float | None = None) -> PodSpec:
+        """The pod (namespace ``default``), named ``name`` or the row's own name."""
+        requests: Resources = {"pods": 1, "cpu": self.cpu, "memory": self.memory_mib * MIB}
+        if self.gpu_request:
+            requests[GPU] = self.gpu_request
+        return PodSpec(
+            namespace="default",
+            name=name or self.name,
+            requests=requests,
+            placement=_gpu_spec_placement(self.gpu_spec),
+            duration=duration,
+        )
+
+
 def openb_pods(path: str | os.PathLike[str]) -> list[PodSpec]:
     """Every pod of an openb pod list (any variant), with durations where the list has them."""
     return [pod.spec for pod in read_openb_pods(path)]
@@ -186,6 +239,15 @@ def read_openb_pods(
 ) -> list[OpenbPod]:
     """Pods with their creation times; ``durations=False`` leaves every duration None;
     ``require_times`` makes a list without ``creation_time`` an error."""
+    pods: list[OpenbPod] = []
+    for row in read_openb_rows(path, require_times=require_times):
+        spec = row.spec(duration=row.duration if durations else None)
+        pods.append(OpenbPod(spec, None if row.created is None else float(row.created)))
+    return pods
+
+
+def read_openb_rows(path: str | os.PathLike[str], *, require_times: bool = False) -> list[OpenbRow]:
+    """The rows of a pod list, in file order, checked (see the module docstring)."""
     table = read_table(path, _POD_REQUIRED, _POD_OPTIONAL)
     if require_times and not table.has("creation_time"):
         raise InputError(
@@ -193,9 +255,8 @@ def read_openb_pods(
             source=table.source,
             field="creation_time",
         )
-    placements: dict[str, Placement] = {"": Placement()}
     seen: set[str] = set()
-    pods: list[OpenbPod] = []
+    rows: list[OpenbRow] = []
     timed = table.has("creation_time")
     for number, fields in enumerate(table.rows, start=1):
         name = table.text(fields, "name")
@@ -204,64 +265,45 @@ def read_openb_pods(
         if name in seen:
             raise table.error(number, "name", f"duplicate pod {name!r}")
         seen.add(name)
-        requests = _pod_requests(table, number, fields)
-        gpu_spec = table.text(fields, "gpu_spec")
-        placement = placements.get(gpu_spec)
-        if placement is None:
-            placement = _gpu_spec_placement(table, number, gpu_spec)
-            placements[gpu_spec] = placement
-        created: float | None = None
-        duration: float | None = None
+        cpu = table.integer(number, fields, "cpu_milli", minimum=0)
+        memory = table.integer(number, fields, "memory_mib", minimum=0)
+        gpus, milli = _gpus(table, number, fields)
+        gpu_spec = table.text(fields, "gpu_spec") if gpus else ""
+        if not all(gpu_spec.split("|")) and gpu_spec:
+            raise table.error(number, "gpu_spec", f"{gpu_spec!r} has an empty GPU model")
+        start = end = None
         if timed:
             start = table.optional_integer(number, fields, "creation_time", minimum=0)
             end = table.optional_integer(number, fields, "deletion_time", minimum=0)
             table.optional_integer(number, fields, "scheduled_time", minimum=0)
-            created = None if start is None else float(start)
-            if start is not None and end is not None:
-                if end < start:
-                    raise table.error(
-                        number, "deletion_time", f"{end} is before creation_time {start}"
-                    )
-                if durations:
-                    duration = float(end - start)
-        spec = PodSpec(
-            namespace="default",
-            name=name,
-            requests=requests,
-            placement=placement,
-            duration=duration,
-        )
-        pods.append(OpenbPod(spec, created))
-    return pods
+            if start is not None and end is not None and end < start:
+                raise table.error(number, "deletion_time", f"{end} is before creation_time {start}")
+        rows.append(OpenbRow(name, cpu, memory, gpus, milli, gpu_spec, start, end))
+    return rows
 
 
-def _pod_requests(table: Table, number: int, fields: list[str]) -> Resources:
-    cpu = table.integer(number, fields, "cpu_milli", minimum=0)
-    memory = table.integer(number, fields, "memory_mib", minimum=0)
+def _gpus(table: Table, number: int, fields: list[str]) -> tuple[int, int]:
+    """``(num_gpu, gpu_milli)``; ``gpu_milli`` is ignored (0) without GPUs, as the FGD
+    simulator reads it."""
     gpus = table.integer(number, fields, "num_gpu", minimum=0)
     milli = table.integer(number, fields, "gpu_milli", minimum=0)
-    requests: Resources = {"pods": 1, "cpu": cpu, "memory": memory * MIB}
     if gpus == 0:
-        if milli != 0:
-            raise table.error(number, "gpu_milli", f"{milli} without GPUs (num_gpu 0)")
-    elif gpus == 1:
-        if not 0 < milli <= MILLI_PER_GPU:
-            raise table.error(number, "gpu_milli", f"{milli} is not in 1..1000 for one GPU")
-        requests[GPU] = milli
-    else:
-        if milli != MILLI_PER_GPU:
-            raise table.error(
-                number, "gpu_milli", f"{milli}: a pod of {gpus} GPUs must take whole GPUs (1000)"
-            )
-        requests[GPU] = gpus * MILLI_PER_GPU
-    return requests
+        return 0, 0
+    if gpus == 1 and not 0 < milli <= MILLI_PER_GPU:
+        raise table.error(number, "gpu_milli", f"{milli} is not in 1..1000 for one GPU")
+    if gpus > 1 and milli != MILLI_PER_GPU:
+        raise table.error(
+            number, "gpu_milli", f"{milli}: a pod of {gpus} GPUs must take whole GPUs (1000)"
+        )
+    return gpus, milli
 
 
-def _gpu_spec_placement(table: Table, number: int, gpu_spec: str) -> Placement:
-    models = gpu_spec.split("|")
-    if not all(models):
-        raise table.error(number, "gpu_spec", f"{gpu_spec!r} has an empty GPU model")
-    requirement = Requirement(GPU_MODEL_LABEL, "In", tuple(sorted(set(models))))
+@cache
+def _gpu_spec_placement(gpu_spec: str) -> Placement:
+    """One shared Placement per distinct ``gpu_spec`` (models sorted, duplicates removed)."""
+    if not gpu_spec:
+        return Placement()
+    requirement = Requirement(GPU_MODEL_LABEL, "In", tuple(sorted(set(gpu_spec.split("|")))))
     return Placement(affinity_terms=(SelectorTerm(expressions=(requirement,)),))
 
 

@@ -231,7 +231,6 @@ def openb_file(tmp_path: Path, text: str, name: str = "openb_pod_list_default.cs
         ("p1,1000,1024,2,500,,LS,Running,0,1,0", "gpu_milli: 500: a pod of 2 GPUs must take whole"),
         ("p1,1000,1024,1,0,,LS,Running,0,1,0", "gpu_milli: 0 is not in 1..1000 for one GPU"),
         ("p1,1000,1024,1,1200,,LS,Running,0,1,0", "gpu_milli: 1200 is not in 1..1000"),
-        ("p1,1000,1024,0,100,,LS,Running,0,1,0", "gpu_milli: 100 without GPUs (num_gpu 0)"),
         ("p1,1000,1024,-1,0,,LS,Running,0,1,0", "num_gpu: -1 is below the minimum 0"),
         ("p1,1k,1024,1,1000,,LS,Running,0,1,0", "cpu_milli: '1k' is not an integer"),
         ("p1,1000,1024,1,1000,T4||G2,LS,Running,0,1,0", "gpu_spec: 'T4||G2' has an empty GPU"),
@@ -246,6 +245,15 @@ def test_malformed_openb_row(tmp_path: Path, row: str, located: str) -> None:
     with pytest.raises(InputError) as info:
         openb_pods(path)
     assert str(info.value).startswith(f"{path}: row 2: {located}")
+
+
+def test_openb_gpu_milli_without_gpus_is_a_cpu_pod(tmp_path: Path) -> None:
+    """As the FGD simulator reads a row: the GPU demand is num_gpu × gpu_milli."""
+    row = "p1,1000,1024,0,100,V100M16,LS,Running,0,1,0"
+    path = openb_file(tmp_path, OPENB_HEADER + OPENB_ROW + row + "\n")
+    _, pod = openb_pods(path)
+    assert pod.requests == {"pods": 1, "cpu": 1000, "memory": 1024 * 2**20}
+    assert not pod.placement.affinity_terms
 
 
 def test_openb_five_column_list_and_unknown_column(tmp_path: Path) -> None:
