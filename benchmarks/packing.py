@@ -148,7 +148,8 @@ def _order(key: tuple[str, str]) -> tuple[int, int]:
     variant, policy = key
     variants = list(PUBLISHED_VARIANTS)
     v = variants.index(variant) if variant in variants else len(variants)
-    return (v, list(POLICIES).index(policy))
+    names = list(POLICIES)  # the paper's order; other registry plugins after them
+    return (v, names.index(policy) if policy in names else len(names))
 
 
 def _fmt(value: float | None, digits: int = 2, sign: bool = False) -> str:

@@ -173,7 +173,10 @@ class _Log:
                 continue
             curve[x] = round(math.fsum(alloc[i] for i in rows) / len(rows), 2)
             if x in REPORTED:
-                frag_ratio = [round(100 * self.frag[i] / self.idle[i], 2) for i in rows]
+                frag_ratio = [
+                    round(100 * self.frag[i] / self.idle[i], 2) if self.idle[i] > 0 else 0.0
+                    for i in rows
+                ]
                 frag_milli = math.fsum(round(self.frag[i], 2) for i in rows) / len(rows)
                 points[x] = Point(
                     curve[x],

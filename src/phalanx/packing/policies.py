@@ -1,9 +1,11 @@
-"""The six placement policies of the FGD paper: ordinary scoring plugins of the one registry.
+"""The experiment's policies: scoring plugins of the one registry, by name.
 
-Each name is a scoring plugin of :data:`phalanx.policies.registry.SCORINGS` (usable as
-``--scoring NAME`` in ``simulate``/``compare`` and in ``serve``'s settings too); this module
-only fixes the order the experiment reports them in and their label in the published table.
-A plugin is built with the replay's policy seed and the pod list's target workload.
+The FGD paper's six placement policies are ordinary scoring plugins of
+:data:`phalanx.policies.registry.SCORINGS` (usable as ``--scoring NAME`` in
+``simulate``/``compare`` and in ``serve``'s settings too); this module only fixes the order
+the experiment reports them in and their label in the published table. Any other scoring
+plugin of the registry (``binpack``, ``spread``) replays too, with no published value to
+compare. A plugin is built with the replay's policy seed and the pod list's target workload.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from __future__ import annotations
 from phalanx.api.errors import InputError
 from phalanx.cluster.fragmentation import TargetWorkload
 from phalanx.framework.plugin import BuildContext, Score
-from phalanx.policies.registry import build_scoring
+from phalanx.policies.registry import SCORINGS, build_scoring
 
-#: name in the registry → the policy's label in the published results, in table order
+#: The paper's policies: name in the registry → label in the published results, table order.
 POLICIES: dict[str, str] = {
     "random": "01-Random",
     "dotproduct": "02-DotProd",
@@ -25,9 +27,10 @@ POLICIES: dict[str, str] = {
 
 
 def check_policy(name: str) -> str:
-    if name not in POLICIES:
+    """``name`` if it names a scoring plugin of the registry."""
+    if name not in SCORINGS:
         raise InputError(
-            f"unknown packing policy {name!r} (choose from {', '.join(POLICIES)})",
+            f"unknown packing policy {name!r} (choose from {', '.join(SCORINGS)})",
             field="--policy",
         )
     return name
@@ -39,5 +42,6 @@ def make_policy(name: str, seed: int, workload: TargetWorkload) -> Score:
     return build_scoring(check_policy(name), context, "--policy")
 
 
-def published_label(name: str) -> str:
-    return POLICIES[check_policy(name)]
+def published_label(name: str) -> str | None:
+    """The policy's label in the published table (None: not one of the paper's)."""
+    return POLICIES.get(check_policy(name))

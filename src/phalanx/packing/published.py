@@ -43,18 +43,23 @@ class Published:
 
     def seeds(self, variant: str, policy: str) -> list[int]:
         label = published_label(policy)
-        return [s for v, p, s in self.values if v == variant and p == label]
+        return [s for v, p, s in self.values if v == variant and p == label and label]
 
     def mean(
         self, variant: str, policy: str, arrived: int, seeds: Iterable[int] = SEEDS
     ) -> float | None:
         label = published_label(policy)
+        if label is None:
+            return None
         cells = [self.values.get((variant, label, s), {}).get(arrived) for s in seeds]
         found = [c for c in cells if c is not None]
         return sum(found) / len(found) if found else None
 
     def value(self, variant: str, policy: str, arrived: int, seed: int) -> float | None:
-        return self.values.get((variant, published_label(policy), seed), {}).get(arrived)
+        label = published_label(policy)
+        if label is None:
+            return None
+        return self.values.get((variant, label, seed), {}).get(arrived)
 
 
 def read_published(metric: str = "alloc_ratio", root: Path | None = None) -> Published:
