@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from phalanx.api.specs import NodeSpec, PodSpec
+from phalanx.api.workload import Item, Timing, Workload
 from phalanx.cluster import devices
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
@@ -17,6 +18,7 @@ from phalanx.framework.plugin import Hooks, Scores
 from phalanx.framework.session import Session
 from phalanx.plugins.gpuclustering import GpuClustering
 from phalanx.plugins.predicates import Predicates
+from phalanx.sim.simulator import SimOptions, Simulation
 
 GPU = "nvidia.com/gpu"
 
@@ -107,3 +109,21 @@ def test_gpuclustering_reads_the_classes_of_bound_pods_when_a_session_opens() ->
     session = session_of(state, plugin)
     scores = plugin.score(session.table, pod, session.feasible(pod))
     assert 25 <= scores[0] < 50 and 25 <= scores[1] < 50
+
+
+def test_the_simulator_binds_on_the_devices_the_scoring_plugin_chose() -> None:
+    """``random`` draws a device among those with room; the table's best fit would always take
+    device 0 of an idle node. The bound pod keeps the drawn device."""
+    node = NodeSpec("n0", {"cpu": 8000, "pods": 10, GPU: 4000})
+    pod = PodSpec("ns", "a", {"cpu": 100, GPU: 500, "pods": 1})
+    workload = Workload(items=[Item(node, Timing(), "t"), Item(pod, Timing(), "t")])
+    chosen = set()
+    for seed in range(12):
+        sim = Simulation(workload, SimOptions(scoring="random", seed=seed))
+        sim.run()
+        bound = sim.state.pods["ns/a"]
+        assert bound.status is PodStatus.BOUND
+        chosen.add(bound.gpus)
+        free = sim.state.table.gpu_free[0].tolist()
+        assert free == [500 if (i,) == bound.gpus else 1000 for i in range(4)]
+    assert len(chosen) > 1
