@@ -16,10 +16,10 @@ classes are those of the GPU tasks placed on it. With ``fill(n) = ⌊25 · (8000
 
 A CPU-only task scores 0 everywhere. phalanx's node table does not record which pods sit on a
 node, so the plugin remembers the classes itself: when a session opens it reads them from the
-pods that hold a node (again only when the cluster is another one or something was released
-since, as a release may take a class away: O(pods) then), and the session tells it of every
-placement it commits (:class:`~phalanx.framework.plugin.ObservesPlacements`). GPU devices
-are chosen by best fit.
+pods that hold a node (again only when the cluster is another one, its nodes changed or
+something was released since, as a release may take a class away: O(pods) then), and the
+session tells it of every placement it commits
+(:class:`~phalanx.framework.plugin.ObservesPlacements`). GPU devices are chosen by best fit.
 """
 
 from __future__ import annotations
@@ -70,11 +70,10 @@ class GpuClustering:
     def open_session(self, session: Session) -> None:
         """Read the classes on each node from the pods holding it, unless only placements
         this plugin observed happened since it last did."""
-        state = session.state
-        if state is self._state and state.freed == self._freed:
+        state, table = session.state, session.table
+        if state is self._state and state.freed == self._freed and table.facts is self._facts:
             return
         self._state, self._freed = state, state.freed
-        table = session.table
         self._facts = table.facts
         self._bits = np.zeros(len(table), dtype=np.int64)
         for pod in state.pods.values():
