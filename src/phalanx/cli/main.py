@@ -35,7 +35,7 @@ from phalanx.compare import (
 )
 from phalanx.k8s import load_files
 from phalanx.policies import POLICIES
-from phalanx.report.format import table_rows
+from phalanx.report.format import run_notes, table_rows
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
 
@@ -45,6 +45,23 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _add_workload_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="the policy places only pods naming NAME; kube-default places the others "
+        "(default: the policy places every pod, whatever its schedulerName)",
+    )
+    command.add_argument(
+        "--default-duration",
+        type=_duration,
+        default=3600.0,
+        metavar="DURATION",
+        help="how long a gang with no phalanx.dev/duration or activeDeadlineSeconds runs "
+        "(default 1h)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -81,6 +98,7 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--startup-delay", type=_duration, default=0.0, help="time from bind to running (default 0)"
     )
+    _add_workload_options(sim)
     cmp = commands.add_parser(
         "compare",
         help="run several policies on the same workload and compare them",
@@ -103,6 +121,7 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--progress", action="store_true", help="show progress on stderr even when not a terminal"
     )
+    _add_workload_options(cmp)
     add_packing_parser(commands)
     add_install_parser(commands)
     add_serve_parser(commands)
@@ -114,7 +133,13 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     progress = progress_for(sys.stderr, len(names), force=args.progress)
     results = run_policies(
-        args.workload, names, seed=args.seed, until=args.until, progress=progress
+        args.workload,
+        names,
+        seed=args.seed,
+        until=args.until,
+        progress=progress,
+        scheduler_name=args.scheduler_name,
+        default_duration=args.default_duration,
     )
     if args.report:
         page = html_report(args.workload, args.seed, results, until=args.until)
@@ -128,6 +153,7 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
     lines = [
         f"workload {args.workload} · seed {args.seed}{horizon}",
         table(["POLICY", *(c.header for c in COLUMNS)], rows),
+        *run_notes(results),
     ]
     if args.report:
         lines.append(f"report: {args.report}")
@@ -143,7 +169,7 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         else:
             out.write(demo_table(runs) + "\n")
         return 0
-    workload = load_files(args.files)
+    workload = load_files(args.files, seed=args.seed)
     options = SimOptions(
         policy=args.policy,
         seed=args.seed,
@@ -152,6 +178,8 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         startup_delay=args.startup_delay,
         scoring=args.scoring,
         actions=_names(args.actions),
+        scheduler_name=args.scheduler_name,
+        default_duration=args.default_duration,
     )
     if args.events:
         with open(args.events, "w", encoding="utf-8") as log:
@@ -188,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "explain":
             return explain_command(args)
     except InputError as err:
-        print(f"phalanx: error: {err.line()}", file=sys.stderr)
+        for line in err.lines():
+            print(f"phalanx: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
         sys.stderr.close()

@@ -26,9 +26,10 @@ from phalanx.sim.simulator import SimOptions, simulate
 
 
 def workload_files(spec: str) -> list[str] | None:
-    """The manifest files ``spec`` names, or None when it does not name existing files."""
+    """The manifest files or directories ``spec`` names, or None when it does not name
+    existing ones."""
     parts = [part.strip() for part in spec.split(",")]
-    if parts and all(part and os.path.isfile(part) for part in parts):
+    if parts and all(part and (os.path.isfile(part) or os.path.isdir(part)) for part in parts):
         return parts
     return None
 
@@ -166,6 +167,8 @@ def run_policies(
     until: float | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    scheduler_name: str | None = None,
+    default_duration: float | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each policy's ``SimResult.to_json()`` on the workload ``spec``, in ``policies`` order.
 
@@ -175,7 +178,16 @@ def run_policies(
     """
     names = check_policies(policies)
     workload = load_workload(spec)
-    options = [SimOptions(policy=name, seed=seed, until=until) for name in names]
+    options = [
+        SimOptions(
+            policy=name,
+            seed=seed,
+            until=until,
+            scheduler_name=scheduler_name,
+            default_duration=default_duration,
+        )
+        for name in names
+    ]
     count = workers_for(len(names)) if workers is None else max(1, min(workers, len(names)))
     runs: dict[str, Run] = {}
     if progress is not None:

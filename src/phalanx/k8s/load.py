@@ -247,6 +247,7 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
                 continue
             converted[i] = priority_class
     owners = _owners(parsed)
+    broken: set[tuple[str, str, str]] = set()
     kept: list[tuple[_Doc, Converted, Timing]] = []
     for i, doc in enumerate(parsed):
         try:
@@ -254,12 +255,13 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             timing = _timing(doc)
         except InputError as exc:
             loader.errors.append(exc.located(source=doc.source, obj=doc.label))
+            broken.add((doc.key[0], doc.key[2], doc.key[3]))  # its members are not reported
             continue
         if doc.key in owners and isinstance(spec, ControllerSpec | JobSpec):
             continue  # a snapshot: its controller already made the pods that are in the input
         if doc.key[1] != "PriorityClass" or i in converted:
             kept.append((doc, spec, timing))
-    items = _Resolver(kept, loader.errors).items()
+    items = _Resolver(kept, loader.errors, broken).items()
     if loader.errors:
         raise InputErrors(loader.errors) if len(loader.errors) > 1 else loader.errors[0]
     return Workload(items=items)
@@ -276,10 +278,14 @@ class _Resolver:
     """Pass 4: the Workload API's references, then a check that every named gang exists."""
 
     def __init__(
-        self, kept: Sequence[tuple[_Doc, Converted, Timing]], errors: list[InputError]
+        self,
+        kept: Sequence[tuple[_Doc, Converted, Timing]],
+        errors: list[InputError],
+        broken: set[tuple[str, str, str]],
     ) -> None:
         self.kept = kept
         self.errors = errors
+        self.broken = broken  # (API group, namespace, name) of objects that failed
         self.workloads = {s.key: s for _, s, _ in kept if isinstance(s, WorkloadSpec)}
         self.basic = {s.key for _, s, _ in kept if isinstance(s, BasicGroup)}
         self.made: dict[str, dict[str, GangSpec]] = {}  # workload key → gangs it yields
@@ -346,7 +352,7 @@ class _Resolver:
     def _check(self, resolved: Sequence[tuple[_Doc, Converted, Timing]], items: list[Item]) -> None:
         known = {
             (s.api, s.namespace, s.name) for s in (i.spec for i in items) if isinstance(s, GangSpec)
-        }
+        } | self.broken
         pods: list[tuple[_Doc, PodSpec, str]] = []
         for doc, spec, _ in resolved:
             if isinstance(spec, PodSpec):
