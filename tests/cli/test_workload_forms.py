@@ -114,3 +114,14 @@ def test_controllers_name_their_pods_as_kubernetes_does(tmp_path: Path) -> None:
     assert cache == sorted(
         e["pod"] for e in again if e["type"] == "submit" and "cache-" in (e["pod"] or "")
     )
+
+
+def test_the_readme_peer_example_under_all_policies(capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "06-pytorchjob.yaml"
+    assert main(["compare", str(example), "-o", "json"]) == 0
+    policies = json.loads(capsys.readouterr().out)["policies"]
+    assert {name: m["completed"] for name, m in policies.items()} == dict.fromkeys(
+        ("kube-default", "coscheduling", "volcano", "phalanx"), 3
+    )
+    assert policies["kube-default"]["idle_gpu_hours"] > 7.9
+    assert policies["volcano"]["idle_gpu_hours"] == policies["phalanx"]["idle_gpu_hours"] == 0

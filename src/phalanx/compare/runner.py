@@ -34,11 +34,12 @@ def workload_files(spec: str) -> list[str] | None:
     return None
 
 
-def load_workload(spec: str) -> Workload:
-    """The workload named by ``spec``: manifest file(s), or ``NAME[:OPTIONS]`` for a trace."""
+def load_workload(spec: str, seed: int = 0) -> Workload:
+    """The workload named by ``spec``: manifest file(s), or ``NAME[:OPTIONS]`` for a trace;
+    ``seed`` completes manifests' ``generateName``."""
     files = workload_files(spec)
     if files is not None:
-        return load_files(files)
+        return load_files(files, seed=seed)
     parts = [part.strip() for part in spec.split(",")]
     missing = [part for part in parts if not os.path.isfile(part)]
     if len(missing) < len(parts) and ":" not in spec:
@@ -143,14 +144,14 @@ class Run:
 
 
 @lru_cache(maxsize=2)
-def _cached_workload(spec: str) -> Workload:
-    return load_workload(spec)
+def _cached_workload(spec: str, seed: int) -> Workload:
+    return load_workload(spec, seed)
 
 
 def run_one(spec: str, options: SimOptions, workload: Workload | None = None) -> Run:
     """Simulate ``options.policy`` on the workload ``spec`` (loaded here unless given)."""
     began = time.perf_counter()
-    loaded = workload if workload is not None else _cached_workload(spec)
+    loaded = workload if workload is not None else _cached_workload(spec, options.seed)
     result = simulate(loaded, options).to_json()
     return Run(options.policy, result, time.perf_counter() - began)
 
@@ -177,7 +178,7 @@ def run_policies(
     :class:`InputError` before any process starts.
     """
     names = check_policies(policies)
-    workload = load_workload(spec)
+    workload = load_workload(spec, seed)
     options = [
         SimOptions(
             policy=name,
