@@ -25,6 +25,7 @@ from phalanx.cli.packing import add_parser as add_packing_parser
 from phalanx.cli.packing import packing_command
 from phalanx.cli.serve import add_parser as add_serve_parser
 from phalanx.cli.serve import serve_command
+from phalanx.cli.snapshot import cluster_documents
 from phalanx.compare import (
     COLUMNS,
     comparison_json,
@@ -33,7 +34,8 @@ from phalanx.compare import (
     progress_for,
     run_policies,
 )
-from phalanx.k8s import load_files
+from phalanx.k8s import load_documents, load_files
+from phalanx.k8s.load import manifest_documents
 from phalanx.policies import POLICIES
 from phalanx.report.format import run_notes, table_rows
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
@@ -99,6 +101,15 @@ def parser() -> argparse.ArgumentParser:
         "--startup-delay", type=_duration, default=0.0, help="time from bind to running (default 0)"
     )
     _add_workload_options(sim)
+    sim.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="start from the present state of the cluster (its nodes, pods, PodGroups and "
+        "queues), then add the FILEs",
+    )
+    sim.add_argument(
+        "--kubeconfig", metavar="PATH", help="with --from-cluster (default: in-cluster or ~/.kube)"
+    )
     cmp = commands.add_parser(
         "compare",
         help="run several policies on the same workload and compare them",
@@ -162,14 +173,20 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
-    if not args.files:
+    if not args.files and not args.from_cluster:
         runs = run_demo(seed=args.seed)
         if args.output == "json":
             out.write(json.dumps([r.to_json() for _, _, r in runs], indent=2) + "\n")
         else:
             out.write(demo_table(runs) + "\n")
         return 0
-    workload = load_files(args.files, seed=args.seed)
+    if args.from_cluster:
+        docs = cluster_documents(args.kubeconfig)
+        for path in args.files:
+            docs.extend(manifest_documents(path))
+        workload = load_documents(docs, seed=args.seed)
+    else:
+        workload = load_files(args.files, seed=args.seed)
     options = SimOptions(
         policy=args.policy,
         seed=args.seed,

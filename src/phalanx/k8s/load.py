@@ -426,11 +426,18 @@ def read_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
     return [(source, doc) for doc in documents]
 
 
+def manifest_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
+    """The documents of a file, of every manifest file in a directory, or of ``-``."""
+    docs: list[tuple[str, object]] = []
+    for file in _paths(os.fspath(path)):
+        docs.extend(read_documents(file))
+    return docs
+
+
 def load_files(paths: Sequence[str | os.PathLike[str]], *, seed: int = 0) -> Workload:
     """Read multi-document YAML files (or directories of them, or ``-``) and return their
     workload (see the module docstring)."""
     docs: list[tuple[str, object]] = []
     for path in paths:
-        for file in _paths(os.fspath(path)):
-            docs.extend(read_documents(file))
+        docs.extend(manifest_documents(path))
     return load_documents(docs, seed=seed)
