@@ -282,3 +282,38 @@ def test_queue_objects_are_accepted_and_validated(
     assert code == 2
     assert "ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota" in err
     assert "LocalQueue default/team-a: spec.clusterQueue: is required" in err
+
+
+def test_a_controller_object_takes_its_pods_and_retries_refused_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = {"spec": pod("x")["spec"] | {"schedulerName": "default-scheduler"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "shop",
+            "annotations": {"phalanx.dev/delete-after": "20m"},
+        },
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"a": "b"}}, "template": template},
+    }
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": "q",
+            "namespace": "shop",
+            "annotations": {"phalanx.dev/delete-after": "5m"},
+        },
+        "spec": {"hard": {"pods": "2"}},
+    }
+    path = write(tmp_path, "d.yaml", quota, deployment)
+    events = tmp_path / "e.jsonl"
+    simulate_json(capsys, str(CLUSTER), str(path), "--events", str(events))
+    log = [json.loads(line) for line in events.read_text().splitlines()]
+    web = [e for e in log if (e["pod"] or "").startswith("shop/web-")]
+    submits = [e["t"] for e in web if e["type"] == "submit"]
+    assert submits == [0, 0, 300]  # the third replica waited for quota
+    deletes = [e["t"] for e in web if e["type"] == "delete"]
+    assert deletes == [1200, 1200, 1200]  # deleting the Deployment deleted its pods
