@@ -1,4 +1,4 @@
-"""Who places which pods in a simulation, and the small rules around pod-level gangs.
+"""Who places which pods in a simulation, and why a run placed none.
 
 ``simulate`` asks "what if this scheduler placed my workload?", so by default the policy under
 test places every pod whatever its ``schedulerName`` (a ``kubectl get -o yaml`` export says
@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from phalanx.api.specs import ControllerSpec, GangSpec, JobSpec, PodSpec
+from phalanx.api.specs import ControllerSpec, JobSpec, PodSpec
 from phalanx.api.workload import Workload
 from phalanx.cluster.workloads import GangInfo
 from phalanx.policies import Scheduler, get_policy
@@ -56,16 +56,6 @@ def schedulers_for(workload: Workload, options: SimOptions) -> list[Scheduler]:
     others = frozenset(names - {chosen})
     baseline.config = dataclasses.replace(baseline.config, scheduler_names=others)
     return [baseline, main]
-
-
-def merge_declared(gang: GangInfo, declared: GangSpec) -> None:
-    """Raise ``gang``'s role minimums to those another member's pod-level declaration states
-    (a Koordinator gang group learns each member gang's minimum from that gang's pods)."""
-    for role, need in declared.role_minimums.items():
-        have = gang.role_minimums.get(role, 0)
-        if need > have:
-            gang.role_minimums[role] = need
-            gang.min_member += need - have
 
 
 def nothing_placed(gangs: Iterable[GangInfo], scheduler_name: str | None) -> str:

@@ -44,7 +44,7 @@ from phalanx.sim.metrics import (
 )
 from phalanx.sim.prepare import check, resource_index
 from phalanx.sim.quota import QuotaTracker
-from phalanx.sim.schedulers import GATED, merge_declared, nothing_placed, schedulers_for
+from phalanx.sim.schedulers import GATED, nothing_placed, schedulers_for
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -177,12 +177,8 @@ class Simulation:
             return refusal
         self.quota.charge(spec)
         declared = spec.declared_gang
-        if declared is not None:
-            existing = self.state.gangs.get(declared.key)
-            if existing is None:
-                self._add_gang(declared)
-            else:
-                merge_declared(existing, declared)
+        if declared is not None and declared.key not in self.state.gangs:
+            self._add_gang(declared)  # recorded as it appears; later pods raise its minimums
         pod = self.state.add_pod(spec, self.now)
         if spec.gang_key is None:
             self._record(pod.gang)
