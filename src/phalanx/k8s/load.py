@@ -269,7 +269,7 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
 
 def _timing(doc: _Doc) -> Timing:
     try:
-        return timing_from_dict(doc.obj)
+        return timing_from_dict(doc.obj, doc.label)
     except InputError as exc:
         raise exc.located(source=doc.source, obj=doc.label) from None
 

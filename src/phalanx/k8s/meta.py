@@ -131,9 +131,10 @@ def duration_annotation(annotations: Mapping[str, str], key: str, prefix: str = 
     return seconds
 
 
-def timing_from_dict(obj: Mapping[str, Any]) -> Timing:
-    """The simulation timing of any object, from its ``phalanx.dev/*-after`` annotations."""
-    with describing(_any_label(obj)):
+def timing_from_dict(obj: Mapping[str, Any], label: str | None = None) -> Timing:
+    """The simulation timing of any object, from its ``phalanx.dev/*-after`` annotations;
+    ``label`` names the object in errors (default: guessed from its kind)."""
+    with describing(label or _any_label(obj)):
         annotations = annotations_of(root(obj))
         submit = duration_annotation(annotations, SUBMIT_AFTER)
         delete = duration_annotation(annotations, DELETE_AFTER)

@@ -152,6 +152,16 @@ def test_pod_level_gangs_are_declared_by_their_pods() -> None:
 
 BAD = [
     (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n"
+        "spec: {weight: 0}\n",
+        "Queue research: spec.weight: must be at least 1",
+    ),
+    (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: "
+        "{name: cq, annotations: {phalanx.dev/submit-after: soon}}\n",
+        "ClusterQueue cq: metadata.annotations[phalanx.dev/submit-after]: malformed duration",
+    ),
+    (
         vcjob(f"{{tasks: [{task('a', 1)}, {task('a', 1)}]}}"),
         "Job default/j: spec.tasks[1].name: duplicate task 'a'",
     ),
