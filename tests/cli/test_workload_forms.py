@@ -25,6 +25,7 @@ CLUSTER = HERE / "cluster.yaml"
 #: (manifest, gang, its minimum, the queue recorded for it)
 GANGS = [
     ("workload-v1alpha1.yaml", "trainer-workers", 3, "default"),
+    ("workload-v1alpha2.yaml", "embed-train-workers-0", 3, "default"),
     ("workload-v1beta1.yaml", "llm-train-workers-0", 3, "default"),
     ("kai.yaml", "distributed-train", 3, "research"),
     ("koordinator.yaml", "bert", 3, "default"),
