@@ -317,3 +317,26 @@ def test_a_controller_object_takes_its_pods_and_retries_refused_ones(
     assert submits == [0, 0, 300]  # the third replica waited for quota
     deletes = [e["t"] for e in web if e["type"] == "delete"]
     assert deletes == [1200, 1200, 1200]  # deleting the Deployment deleted its pods
+
+
+def test_volcano_task_completed_completes_the_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def task(name: str, duration: str, policies: list[dict[str, str]]) -> dict[str, Any]:
+        template = {"metadata": {"annotations": {"phalanx.dev/duration": duration}}}
+        template["spec"] = pod("x")["spec"]
+        return {"name": name, "replicas": 1, "policies": policies, "template": template}
+
+    complete = [{"event": "TaskCompleted", "action": "CompleteJob"}]
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "mpi"},
+        "spec": {"tasks": [task("launcher", "10m", complete), task("worker", "1h", [])]},
+    }
+    path = write(tmp_path, "vc.yaml", job)
+    result = gangs(simulate_json(capsys, str(CLUSTER), str(path)))
+    assert result["mpi"]["finish"] == 600  # the launcher's completion ends the job
+    job["spec"]["tasks"][0]["policies"] = []
+    path = write(tmp_path, "vc2.yaml", job)
+    assert gangs(simulate_json(capsys, str(CLUSTER), str(path)))["mpi"]["finish"] == 3600
