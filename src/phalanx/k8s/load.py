@@ -20,19 +20,17 @@ they came from as ``source``. Files may be directories (every ``*.yaml``, ``*.ym
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from phalanx.api.errors import InputError, InputErrors
-from phalanx.api.specs import ControllerSpec, GangRef, GangSpec, JobSpec, PodSpec
-from phalanx.api.workload import Item, Timing, Workload
+from phalanx.api.specs import ControllerSpec, JobSpec
+from phalanx.api.workload import Timing, Workload
 from phalanx.k8s.fields import Obj, as_list, child, describe, get_str
 from phalanx.k8s.kindtable import CLUSTER_SCOPED, KINDS, NAMESPACED, Converted, Kind
 from phalanx.k8s.meta import (
@@ -43,9 +41,8 @@ from phalanx.k8s.meta import (
     object_label,
     timing_from_dict,
 )
-from phalanx.k8s.pods import gang_field
 from phalanx.k8s.priority import PriorityTable, priority_class_from_dict
-from phalanx.k8s.workloads import WORKLOAD_GROUP, BasicGroup, WorkloadSpec
+from phalanx.k8s.resolve import Doc, Resolver
 
 #: The supported ``(apiVersion, kind)`` pairs.
 SUPPORTED_KINDS = frozenset(KINDS)
@@ -53,15 +50,6 @@ SUPPORTED_KINDS = frozenset(KINDS)
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _EXTENSIONS = (".yaml", ".yml", ".json")
 _FINISHED = ("Succeeded", "Failed")
-
-
-@dataclass(frozen=True, slots=True)
-class _Doc:
-    source: str
-    obj: Obj
-    kind: Kind
-    label: str
-    key: tuple[str, str, str, str]  # API group, kind, namespace ("" if cluster-scoped), name
 
 
 def _label(obj: object) -> str:
@@ -174,7 +162,7 @@ class _Loader:
         self.generated[prefix] = count + 1
         return {**obj, "metadata": {**meta, "name": generated_name(prefix, self.seed, count)}}
 
-    def identify(self, source: str, where: str, obj: Obj) -> _Doc | None:
+    def identify(self, source: str, where: str, obj: Obj) -> Doc | None:
         obj = self.name(obj)
         try:
             try:
@@ -191,7 +179,7 @@ class _Loader:
         if kind_name == "Pod" and _phase(obj) in _FINISHED:
             return None  # a snapshot's finished pod holds nothing
         group = api_version.rpartition("/")[0]
-        return _Doc(source, obj, kind, label, (group, kind_name, namespace, name))
+        return Doc(source, obj, kind, label, (group, kind_name, namespace, name))
 
 
 def _phase(obj: Obj) -> str:
@@ -200,7 +188,7 @@ def _phase(obj: Obj) -> str:
     return phase if isinstance(phase, str) else ""
 
 
-def _owners(docs: Sequence[_Doc]) -> set[tuple[str, str, str, str]]:
+def _owners(docs: Sequence[Doc]) -> set[tuple[str, str, str, str]]:
     """``(API group, kind, namespace, name)`` of every object some input object is owned by."""
     owners: set[tuple[str, str, str, str]] = set()
     for doc in docs:
@@ -216,7 +204,7 @@ def _owners(docs: Sequence[_Doc]) -> set[tuple[str, str, str, str]]:
 def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Workload:
     """Convert and cross-check ``(source label, parsed YAML document)`` pairs."""
     loader = _Loader(seed)
-    parsed: list[_Doc] = []
+    parsed: list[Doc] = []
     first_seen: dict[tuple[str, str, str, str], str] = {}
     for source, where, obj in loader.flatten(docs):
         doc = loader.identify(source, where, obj)
@@ -248,7 +236,7 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             converted[i] = priority_class
     owners = _owners(parsed)
     broken: set[tuple[str, str, str]] = set()
-    kept: list[tuple[_Doc, Converted, Timing]] = []
+    kept: list[tuple[Doc, Converted, Timing]] = []
     for i, doc in enumerate(parsed):
         try:
             spec = converted[i] if i in converted else doc.kind.convert(doc.obj, table)
@@ -261,128 +249,17 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             continue  # a snapshot: its controller already made the pods that are in the input
         if doc.key[1] != "PriorityClass" or i in converted:
             kept.append((doc, spec, timing))
-    items = _Resolver(kept, loader.errors, broken).items()
+    items = Resolver(kept, loader.errors, broken).items()
     if loader.errors:
         raise InputErrors(loader.errors) if len(loader.errors) > 1 else loader.errors[0]
     return Workload(items=items)
 
 
-def _timing(doc: _Doc) -> Timing:
+def _timing(doc: Doc) -> Timing:
     try:
         return timing_from_dict(doc.obj, doc.label)
     except InputError as exc:
         raise exc.located(source=doc.source, obj=doc.label) from None
-
-
-class _Resolver:
-    """Pass 4: the Workload API's references, then a check that every named gang exists."""
-
-    def __init__(
-        self,
-        kept: Sequence[tuple[_Doc, Converted, Timing]],
-        errors: list[InputError],
-        broken: set[tuple[str, str, str]],
-    ) -> None:
-        self.kept = kept
-        self.errors = errors
-        self.broken = broken  # (API group, namespace, name) of objects that failed
-        self.workloads = {s.key: s for _, s, _ in kept if isinstance(s, WorkloadSpec)}
-        self.basic = {s.key for _, s, _ in kept if isinstance(s, BasicGroup)}
-        self.made: dict[str, dict[str, GangSpec]] = {}  # workload key → gangs it yields
-        self.known: set[tuple[str, str, str]] = set()
-
-    def items(self) -> list[Item]:
-        resolved: list[tuple[_Doc, Converted, Timing]] = []
-        for doc, spec, timing in self.kept:
-            try:
-                resolved.append((doc, self._resolve(spec), timing))
-            except InputError as exc:
-                self.errors.append(exc.located(source=doc.source, obj=doc.label))
-        items: list[Item] = []
-        for doc, spec, timing in resolved:
-            if isinstance(spec, WorkloadSpec):
-                for gang in self.made.get(spec.key, {}).values():
-                    items.append(Item(spec=gang, timing=timing, source=doc.source))
-            elif not isinstance(spec, BasicGroup):
-                items.append(Item(spec=spec, timing=timing, source=doc.source))
-        self._check(resolved, items)
-        return items
-
-    def _resolve(self, spec: Converted) -> Converted:
-        if isinstance(spec, PodSpec):
-            return self._pod(spec, "")
-        if isinstance(spec, JobSpec):
-            return dataclasses.replace(spec, template=self._pod(spec.template, "spec.template."))
-        if isinstance(spec, ControllerSpec):
-            pod_sets = tuple(
-                dataclasses.replace(s, template=self._pod(s.template, "")) for s in spec.pod_sets
-            )
-            jobs = tuple(
-                dataclasses.replace(j, template=self._pod(j.template, "")) for j in spec.jobs
-            )
-            return dataclasses.replace(spec, pod_sets=pod_sets, jobs=jobs)
-        return spec
-
-    def _pod(self, pod: PodSpec, prefix: str) -> PodSpec:
-        if pod.workload_ref is not None:
-            return self._workload_pod(pod, prefix)
-        gang = pod.gang
-        if gang is not None and gang.api == WORKLOAD_GROUP and pod.gang_key in self.basic:
-            return dataclasses.replace(pod, gang=None)
-        return pod
-
-    def _workload_pod(self, pod: PodSpec, prefix: str) -> PodSpec:
-        assert pod.workload_ref is not None
-        name, group, replica_key = pod.workload_ref
-        key = f"{pod.namespace}/{name}"
-        workload = self.workloads.get(key)
-        field = prefix + "spec.workloadRef"
-        if workload is None:
-            raise InputError(f"Workload {key} does not exist", field=field)
-        if group not in workload.pod_groups:
-            raise InputError(
-                f"Workload {key} has no pod group {group!r}", field=field + ".podGroup"
-            )
-        gang = workload.gang(group, replica_key)
-        if gang is None:
-            return dataclasses.replace(pod, gang=None, workload_ref=None)
-        self.made.setdefault(key, {}).setdefault(gang.key, gang)
-        return dataclasses.replace(pod, gang=GangRef(gang.name, gang.api), workload_ref=None)
-
-    def _check(self, resolved: Sequence[tuple[_Doc, Converted, Timing]], items: list[Item]) -> None:
-        known = {
-            (s.api, s.namespace, s.name) for s in (i.spec for i in items) if isinstance(s, GangSpec)
-        } | self.broken
-        pods: list[tuple[_Doc, PodSpec, str]] = []
-        for doc, spec, _ in resolved:
-            if isinstance(spec, PodSpec):
-                pods.append((doc, spec, ""))
-            elif isinstance(spec, JobSpec):
-                pods.append((doc, spec.template, "spec.template."))
-            elif isinstance(spec, ControllerSpec):
-                known.update((g.api, g.namespace, g.name) for g in spec.gangs)
-                pods.extend((doc, s.template, "") for s in spec.pod_sets)
-                pods.extend((doc, j.template, "") for j in spec.jobs)
-        for _, pod, _ in pods:
-            declared = pod.declared_gang
-            if declared is not None:
-                known.add((declared.api, declared.namespace, declared.name))
-        reported: set[str] = set()
-        for doc, pod, prefix in pods:
-            gang = pod.gang
-            if gang is None or (gang.api, pod.namespace, gang.name) in known:
-                continue
-            if doc.label in reported:
-                continue
-            reported.add(doc.label)
-            self.errors.append(
-                InputError(
-                    f"PodGroup {pod.namespace}/{gang.name} of API group {gang.api} does not exist",
-                    source=doc.source,
-                    obj=doc.label,
-                    field=prefix + gang_field(gang.api),
-                )
-            )
 
 
 def _paths(path: str) -> list[str]:
