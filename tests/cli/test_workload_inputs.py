@@ -194,11 +194,16 @@ def test_a_kubectl_snapshot_starts_from_the_running_pods(
     }
     path = write(tmp_path, "snapshot.yaml", snapshot)
     events = tmp_path / "e.jsonl"
-    result = gangs(simulate_json(capsys, str(path), "--events", str(events)))
+    args = ("--events", str(events), "--default-duration", "1h")
+    result = gangs(simulate_json(capsys, str(path), *args))
     assert set(result) == {"api-5d9f-abcde", "batch-1"}  # no finished pod, no second replica
     binds = [json.loads(x) for x in events.read_text().splitlines() if '"bind"' in x]
     assert {"t": 0.0, "pod": "prod/api-5d9f-abcde", "node": "node-1"}.items() <= binds[0].items()
     assert result["batch-1"]["start"] == 0
+    # a ReplicaSet's replica serves until stopped; a bare pod runs the default duration
+    assert result["api-5d9f-abcde"]["state"] == "running"
+    assert not result["api-5d9f-abcde"]["default_duration"]
+    assert result["batch-1"]["default_duration"] and result["batch-1"]["finish"] == 3600
 
 
 def test_durations_come_from_the_annotation_the_deadline_or_the_default(

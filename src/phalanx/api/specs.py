@@ -102,7 +102,7 @@ class PodSpec:
     scheduler_name: str = ""
     gang: GangRef | None = None
     role: str = ""
-    owner: str = ""  # "Job/NAME" for pods made by a controller
+    owner: str = ""  # "Kind/NAME" of the controller that made it ("Job/NAME", ...)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     duration: float | None = None  # seconds of work once started (simulation)

@@ -150,6 +150,19 @@ def _one_gang(found: list[Declaration]) -> Declaration | None:
     return refs[0] if refs else None
 
 
+def controller_of(pod: Obj) -> str:
+    """``Kind/name`` of the pod's controller in ``metadata.ownerReferences`` (a snapshot's pod),
+    or ""."""
+    path = "metadata.ownerReferences"
+    refs = get_list(get_mapping(pod, "metadata", ""), "ownerReferences", "metadata")
+    for i, raw in enumerate(refs):
+        ref = as_mapping(raw, child(path, i))
+        if ref.get("controller") is True:
+            kind = get_str(ref, "kind", child(path, i))
+            return f"{kind}/{get_str(ref, 'name', child(path, i))}"
+    return ""
+
+
 def _gates(spec: Obj, path: str) -> tuple[str, ...]:
     gates_path = child(path, "schedulingGates")
     names: list[str] = []
@@ -286,7 +299,7 @@ def convert_pod(
         role=annotations.get(TASK_SPEC)
         or (chosen.role if chosen is not None else "")
         or labels.get(ROLE_LABEL, ""),
-        owner=owner,
+        owner=owner or controller_of(pod),
         labels=labels,
         annotations=annotations,
         duration=pod_duration(annotations, spec, "spec"),

@@ -20,6 +20,10 @@ from phalanx.k8s.meta import generated_name
 from phalanx.sim.controller import CreatePod, JobController
 
 AddGang = Callable[[GangSpec], None]
+#: Controllers whose pods serve until stopped (a snapshot's pods name them as their owner).
+SERVING_KINDS = frozenset(
+    {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "LeaderWorkerSet"}
+)
 
 
 def pod_names(pod_set: PodSet, seed: int) -> Iterator[str]:
@@ -73,4 +77,6 @@ class OwnerController:
     def serves(self, pod: PodSpec) -> bool:
         """Is ``pod`` a serving replica (Deployment, StatefulSet, ...) that runs until stopped?"""
         owner = self.owners.get(f"{pod.namespace}/{pod.owner}")
-        return owner is not None and owner.service
+        if owner is not None:
+            return owner.service
+        return pod.owner.partition("/")[0] in SERVING_KINDS
