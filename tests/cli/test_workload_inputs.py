@@ -74,9 +74,12 @@ def test_nothing_placed_says_why_in_one_line(
     line = out.splitlines()[-1]
     assert line.startswith("no pod was placed: 2 of 2 gangs (2 pods) wait, SchedulingGated")
     assert line.endswith("lift the gates with the annotation phalanx.dev/ungate-after")
-    code, out, _ = run(capsys, "compare", f"{nodes},{path}", "--policies", "phalanx")
+    report = tmp_path / "report.html"
+    args = ("--policies", "phalanx", "--report", str(report))
+    code, out, _ = run(capsys, "compare", f"{nodes},{path}", *args)
     assert code == 0
     assert "phalanx: no pod was placed: 2 of 2 gangs" in out
+    assert "phalanx: no pod was placed: 2 of 2 gangs" in report.read_text()
 
 
 def test_every_pod_is_simulated_unless_a_scheduler_name_is_given(
