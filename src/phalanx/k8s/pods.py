@@ -78,7 +78,7 @@ TASK_SPEC = "volcano.sh/task-spec"
 #: Volcano's queue annotation on pods (its Job controller sets it; users may too).
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
 #: Pod-level gang APIs, in precedence order.
-POD_LEVEL_APIS = (kai, koordinator, kueue, yunikorn)
+POD_LEVEL_APIS = (kai, koordinator, yunikorn, kueue)
 
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 
@@ -122,14 +122,14 @@ def declarations(
         if name:
             path = child(f"metadata.{where}", key)
             found.append(Declaration(f"{where[:-1]} {key}={name}", path, GangRef(name, api)))
-    group = scheduling_group(spec, "spec")
-    if group is not None:
-        where = f"spec.schedulingGroup.podGroupName={group}"
-        found.append(Declaration(where, "spec.schedulingGroup", GangRef(group, WORKLOAD_GROUP)))
     ref = workload_ref(spec, "spec")
     if ref is not None:
         where = f"spec.workloadRef {ref.name}/{ref.pod_group}"
         found.append(Declaration(where, "spec.workloadRef", GangRef(ref.gang_name, WORKLOAD_GROUP)))
+    group = scheduling_group(spec, "spec")
+    if group is not None:
+        where = f"spec.schedulingGroup.podGroupName={group}"
+        found.append(Declaration(where, "spec.schedulingGroup", GangRef(group, WORKLOAD_GROUP)))
     for module in POD_LEVEL_APIS:
         declared = module.declaration(labels, annotations, namespace)
         if declared is not None:
