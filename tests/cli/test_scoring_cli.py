@@ -23,7 +23,7 @@ SHARING = str(Path(__file__).parent / "manifests" / "openb-sharing.yaml")
 
 
 def simulate(capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, Any]:
-    assert main(["simulate", SHARING, "-o", "json", *flags]) == 0
+    assert main(["simulate", SHARING, "-o", "json", "--until", "30m", *flags]) == 0
     result: dict[str, Any] = json.loads(capsys.readouterr().out)
     return result
 

@@ -28,6 +28,10 @@ class InputError(ValueError):
         parts = [p for p in (self.source, self.obj, self.field) if p]
         return ": ".join([*parts, self.message])
 
+    def lines(self) -> list[str]:
+        """What to print, one line per problem."""
+        return [self.line()]
+
     def located(self, *, source: str = "", obj: str = "", field: str = "") -> InputError:
         """A copy with missing location parts filled in (inner parts win)."""
         inner_field = self.field
@@ -43,3 +47,23 @@ class InputError(ValueError):
             obj=self.obj or obj,
             field=joined,
         )
+
+
+#: How many bad objects one run reports before giving up.
+MAX_REPORTED = 20
+
+
+class InputErrors(InputError):
+    """Several bad objects at once: the first :data:`MAX_REPORTED`, one line each."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        first = errors[0]
+        super().__init__(first.message, source=first.source, obj=first.obj, field=first.field)
+        self.errors = errors
+
+    def lines(self) -> list[str]:
+        shown = [error.line() for error in self.errors[:MAX_REPORTED]]
+        more = len(self.errors) - MAX_REPORTED
+        if more > 0:
+            shown.append(f"... and {more} more bad object{'s' * (more > 1)}")
+        return shown

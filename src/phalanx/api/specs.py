@@ -102,10 +102,20 @@ class PodSpec:
     scheduler_name: str = ""
     gang: GangRef | None = None
     role: str = ""
-    owner: str = ""  # "Job/NAME" for pods made by a controller
+    owner: str = ""  # "Kind/NAME" of the controller that made it ("Job/NAME", ...)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     duration: float | None = None  # seconds of work once started (simulation)
+    queue: str = ""  # the queue a pod-level declaration names (Kueue, KAI, YuniKorn)
+    node_name: str = ""  # spec.nodeName: already bound there (a snapshot's running pod)
+    gates: tuple[str, ...] = ()  # spec.schedulingGates: not scheduled while any remains
+    ungate_after: float | None = None  # simulation: gates lifted this long after creation
+    #: The gang a pod-level declaration defines (Koordinator, Kueue, YuniKorn annotations):
+    #: whoever sees the first such pod creates the gang; its key is ``gang_key``.
+    declared_gang: GangSpec | None = None
+    #: Workload API ``spec.workloadRef``: (workload, pod group, replica key); the loader turns
+    #: it into the gang ``gang`` names (or none, for a ``basic`` pod group)
+    workload_ref: tuple[str, str, str] | None = None
 
     @property
     def key(self) -> str:
@@ -130,6 +140,9 @@ class GangSpec:
     timeout_seconds: float | None = None
     min_resources: Resources = field(default_factory=dict)
     duration: float | None = None
+    #: Gang-scheduling groups whose minimums count against this gang too (Koordinator
+    #: ``gang.scheduling.koordinator.sh/groups``); informational, the gang already merges them.
+    groups: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -145,6 +158,57 @@ class JobSpec:
     parallelism: int
     completions: int | None
     template: PodSpec  # name is the job name; pods are named NAME-INDEX
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    """``count`` pods made from ``template``; their names are ``template.name`` followed by
+    ``-INDEX`` (``naming="index"``), nothing (``"fixed"``, count 1) or a generated suffix
+    (``"generated"``, as a ReplicaSet names its pods)."""
+
+    template: PodSpec
+    count: int
+    naming: str = "index"
+    start: int = 0  # first index (LeaderWorkerSet workers start at 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSpec:
+    """A workload controller's object (Deployment, Volcano Job, PyTorchJob, JobSet, ...) as the
+    pods and gangs its controller creates: the simulator's owner controller makes them when the
+    object appears and removes them when it goes. ``jobs`` are child ``batch/v1`` Jobs (JobSet),
+    run by the Job controller. ``service``: its pods run until stopped (no default duration)."""
+
+    kind: str  # e.g. "Deployment", "Job.batch.volcano.sh", "PyTorchJob"
+    namespace: str
+    name: str
+    pod_sets: tuple[PodSet, ...] = ()
+    gangs: tuple[GangSpec, ...] = ()
+    jobs: tuple[JobSpec, ...] = ()
+    service: bool = False
+    #: lifecycle policies as ``(event, action)``, recorded; see docs/manifests.md for which
+    #: events the simulation produces
+    policies: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def owner(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """A queue object (Volcano/KAI Queue, Kueue ClusterQueue/LocalQueue/ResourceFlavor,
+    ElasticQuota): validated and recorded; quotas are not enforced yet."""
+
+    kind: str
+    namespace: str  # "" for cluster-scoped kinds
+    name: str
+    parent: str = ""  # parent queue, or a LocalQueue's ClusterQueue
+    resources: Resources = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,17 +11,40 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from phalanx.api.specs import (
+    ControllerSpec,
     GangSpec,
     JobSpec,
     NamespaceSpec,
     NodeSpec,
     PodSpec,
     PriorityClassSpec,
+    QueueSpec,
     QuotaSpec,
 )
 
-Spec = NodeSpec | PodSpec | GangSpec | JobSpec | PriorityClassSpec | QuotaSpec | NamespaceSpec
-S = TypeVar("S", NodeSpec, PodSpec, GangSpec, JobSpec, PriorityClassSpec, QuotaSpec, NamespaceSpec)
+Spec = (
+    NodeSpec
+    | PodSpec
+    | GangSpec
+    | JobSpec
+    | PriorityClassSpec
+    | QuotaSpec
+    | NamespaceSpec
+    | ControllerSpec
+    | QueueSpec
+)
+S = TypeVar(
+    "S",
+    NodeSpec,
+    PodSpec,
+    GangSpec,
+    JobSpec,
+    PriorityClassSpec,
+    QuotaSpec,
+    NamespaceSpec,
+    ControllerSpec,
+    QueueSpec,
+)
 
 
 @dataclass(frozen=True, slots=True)

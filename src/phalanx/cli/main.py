@@ -25,6 +25,7 @@ from phalanx.cli.packing import add_parser as add_packing_parser
 from phalanx.cli.packing import packing_command
 from phalanx.cli.serve import add_parser as add_serve_parser
 from phalanx.cli.serve import serve_command
+from phalanx.cli.snapshot import cluster_documents
 from phalanx.compare import (
     COLUMNS,
     comparison_json,
@@ -33,9 +34,10 @@ from phalanx.compare import (
     progress_for,
     run_policies,
 )
-from phalanx.k8s import load_files
+from phalanx.k8s import load_documents, load_files
+from phalanx.k8s.load import manifest_documents
 from phalanx.policies import POLICIES, SCORINGS
-from phalanx.report.format import table_rows
+from phalanx.report.format import run_notes, table_rows
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
 
@@ -51,6 +53,23 @@ SCORING_HELP = (
     "node scoring plugin for every policy (default: the policy's own); fgd descends the "
     "fragmentation of the run's own pod shapes"
 )
+
+
+def _add_workload_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="the policy places only pods naming NAME; kube-default places the others "
+        "(default: the policy places every pod, whatever its schedulerName)",
+    )
+    command.add_argument(
+        "--default-duration",
+        type=_duration,
+        default=3600.0,
+        metavar="DURATION",
+        help="how long a gang with no phalanx.dev/duration or activeDeadlineSeconds runs "
+        "(default 1h)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -85,6 +104,16 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--startup-delay", type=_duration, default=0.0, help="time from bind to running (default 0)"
     )
+    _add_workload_options(sim)
+    sim.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="start from the present state of the cluster (its nodes, pods, PodGroups and "
+        "queues), then add the FILEs",
+    )
+    sim.add_argument(
+        "--kubeconfig", metavar="PATH", help="with --from-cluster (default: in-cluster or ~/.kube)"
+    )
     cmp = commands.add_parser(
         "compare",
         help="run several policies on the same workload and compare them",
@@ -108,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--progress", action="store_true", help="show progress on stderr even when not a terminal"
     )
+    _add_workload_options(cmp)
     add_packing_parser(commands)
     add_install_parser(commands)
     add_serve_parser(commands)
@@ -125,6 +155,8 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
         until=args.until,
         progress=progress,
         scoring=args.scoring,
+        scheduler_name=args.scheduler_name,
+        default_duration=args.default_duration,
     )
     if args.report:
         page = html_report(args.workload, args.seed, results, until=args.until)
@@ -140,6 +172,7 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
     lines = [
         f"workload {args.workload} · seed {args.seed}{horizon}",
         table(["POLICY", *(c.header for c in COLUMNS)], rows),
+        *run_notes(results),
     ]
     if args.report:
         lines.append(f"report: {args.report}")
@@ -148,14 +181,20 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
-    if not args.files:
+    if not args.files and not args.from_cluster:
         runs = run_demo(seed=args.seed)
         if args.output == "json":
             out.write(json.dumps([r.to_json() for _, _, r in runs], indent=2) + "\n")
         else:
             out.write(demo_table(runs) + "\n")
         return 0
-    workload = load_files(args.files)
+    if args.from_cluster:
+        docs = cluster_documents(args.kubeconfig)
+        for path in args.files:
+            docs.extend(manifest_documents(path))
+        workload = load_documents(docs, seed=args.seed)
+    else:
+        workload = load_files(args.files, seed=args.seed)
     options = SimOptions(
         policy=args.policy,
         seed=args.seed,
@@ -164,6 +203,8 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         startup_delay=args.startup_delay,
         scoring=args.scoring,
         actions=_names(args.actions),
+        scheduler_name=args.scheduler_name,
+        default_duration=args.default_duration,
     )
     if args.events:
         with open(args.events, "w", encoding="utf-8") as log:
@@ -200,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "explain":
             return explain_command(args)
     except InputError as err:
-        print(f"phalanx: error: {err.line()}", file=sys.stderr)
+        for line in err.lines():
+            print(f"phalanx: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
         sys.stderr.close()

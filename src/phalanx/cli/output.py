@@ -51,8 +51,19 @@ def summary(result: SimResult) -> str:
 def run_table(result: SimResult) -> str:
     head = f"policy {result.policy} · seed {result.seed} · ended at {_time(result.end)}"
     rows = [gang_row(gang) for gang in result.gangs]
-    body = table(["GANG", "KIND", "MIN", "SUBMIT", "START", "FINISH", "STATE", "WHY"], rows)
-    lines = [head, body, summary(result)]
+    headers = ["GANG", "KIND", "MIN", "SUBMIT", "START", "FINISH", "STATE", "WHY"]
+    if any(gang.queue not in ("", "default") for gang in result.gangs):
+        headers.insert(3, "QUEUE")
+        for row, gang in zip(rows, result.gangs, strict=True):
+            row.insert(3, gang.queue or "-")
+    lines = [head, table(headers, rows), summary(result)]
+    if result.default_durations and result.default_duration is not None:
+        lines.append(
+            f"{result.default_durations} of {len(result.gangs)} gangs ran the default duration "
+            f"{_time(result.default_duration)} (no phalanx.dev/duration or activeDeadlineSeconds)"
+        )
+    if result.nothing_placed:
+        lines.append(result.nothing_placed)
     if result.rejected:
         lines.append("pods refused by the API server:")
         lines.extend(f"  {line}" for line in result.rejected)

@@ -134,7 +134,10 @@ class ClusterState:
     def add_pod(self, spec: PodSpec, now: float) -> PodInfo:
         """Add a pending pod. One that requests a resource no node offers is kept but marked
         invalid, so it waits with that reason and never stops the others (until a node that
-        offers it appears)."""
+        offers it appears). A gang the pod itself declares (Koordinator, Kueue, YuniKorn) is
+        created by its first pod, and raised to the role minimums later pods declare."""
+        if spec.declared_gang is not None:
+            self._declare(spec.declared_gang, now)
         self._grow({k: v for k, v in spec.requests.items() if v})
         request = self.index.vector({k: v for k, v in spec.requests.items() if k in self.index})
         offered = self.table.total_allocatable() > 0
@@ -162,6 +165,17 @@ class ClusterState:
         else:
             self._join(pod)
         return pod
+
+    def _declare(self, declared: GangSpec, now: float) -> None:
+        gang = self.gangs.get(declared.key)
+        if gang is None:
+            self.add_gang(declared, now)
+            return
+        for role, need in declared.role_minimums.items():  # a gang group learns its members'
+            have = gang.role_minimums.get(role, 0)
+            if need > have:
+                gang.role_minimums[role] = need
+                gang.min_member += need - have
 
     def _join(self, pod: PodInfo) -> None:
         pod.gang.add(pod)

@@ -27,18 +27,20 @@ from phalanx.sim.simulator import SimOptions, simulate
 
 
 def workload_files(spec: str) -> list[str] | None:
-    """The manifest files ``spec`` names, or None when it does not name existing files."""
+    """The manifest files or directories ``spec`` names, or None when it does not name
+    existing ones."""
     parts = [part.strip() for part in spec.split(",")]
-    if parts and all(part and os.path.isfile(part) for part in parts):
+    if parts and all(part and (os.path.isfile(part) or os.path.isdir(part)) for part in parts):
         return parts
     return None
 
 
-def load_workload(spec: str) -> Workload:
-    """The workload named by ``spec``: manifest file(s), or ``NAME[:OPTIONS]`` for a trace."""
+def load_workload(spec: str, seed: int = 0) -> Workload:
+    """The workload named by ``spec``: manifest file(s), or ``NAME[:OPTIONS]`` for a trace;
+    ``seed`` completes manifests' ``generateName``."""
     files = workload_files(spec)
     if files is not None:
-        return load_files(files)
+        return load_files(files, seed=seed)
     parts = [part.strip() for part in spec.split(",")]
     missing = [part for part in parts if not os.path.isfile(part)]
     if len(missing) < len(parts) and ":" not in spec:
@@ -143,14 +145,14 @@ class Run:
 
 
 @lru_cache(maxsize=2)
-def _cached_workload(spec: str) -> Workload:
-    return load_workload(spec)
+def _cached_workload(spec: str, seed: int) -> Workload:
+    return load_workload(spec, seed)
 
 
 def run_one(spec: str, options: SimOptions, workload: Workload | None = None) -> Run:
     """Simulate ``options.policy`` on the workload ``spec`` (loaded here unless given)."""
     began = time.perf_counter()
-    loaded = workload if workload is not None else _cached_workload(spec)
+    loaded = workload if workload is not None else _cached_workload(spec, options.seed)
     result = simulate(loaded, options).to_json()
     return Run(options.policy, result, time.perf_counter() - began)
 
@@ -168,6 +170,8 @@ def run_policies(
     workers: int | None = None,
     progress: Progress | None = None,
     scoring: str | None = None,
+    scheduler_name: str | None = None,
+    default_duration: float | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each policy's ``SimResult.to_json()`` on the workload ``spec``, in ``policies`` order.
 
@@ -177,10 +181,20 @@ def run_policies(
     :class:`InputError` before any process starts.
     """
     names = check_policies(policies)
-    workload = load_workload(spec)
+    workload = load_workload(spec, seed)
     if scoring is not None and scoring not in SCORINGS:
         raise unknown("scoring", scoring, SCORINGS, "--scoring")
-    options = [SimOptions(policy=name, seed=seed, until=until, scoring=scoring) for name in names]
+    options = [
+        SimOptions(
+            policy=name,
+            seed=seed,
+            until=until,
+            scoring=scoring,
+            scheduler_name=scheduler_name,
+            default_duration=default_duration,
+        )
+        for name in names
+    ]
     count = workers_for(len(names)) if workers is None else max(1, min(workers, len(names)))
     runs: dict[str, Run] = {}
     if progress is not None:

@@ -1,87 +1,74 @@
 """YAML manifests → :class:`Workload`, with the checks that span objects.
 
-Design: loading runs in passes over the flattened documents (``kind: List`` expanded, empty
-documents skipped), so a pod may precede the PriorityClass or PodGroup it names:
+Design: loading runs in passes over the flattened documents (``kind: List`` and ``*List``
+expanded, empty documents skipped), so a pod may precede the PriorityClass or PodGroup it names:
 
-1. identify every object — supported ``(apiVersion, kind)``, a name, no duplicate
-   ``(API group, kind, namespace, name)``;
+1. identify every object — supported ``(apiVersion, kind)``, a name (``generateName`` is
+   completed deterministically from the seed), no duplicate ``(API group, kind, namespace,
+   name)``; finished pods (``status.phase`` Succeeded or Failed) of a snapshot are dropped;
 2. convert PriorityClasses into the :class:`PriorityTable` (at most one globalDefault);
 3. convert everything else, in order, with its timing annotations;
-4. check that every gang a Pod or Job template names exists in its namespace and API group.
+4. resolve the Workload API (``workloadRef`` → the gang of its pod group, ``basic`` groups →
+   no gang), drop controllers whose pods are already in the input (a snapshot: something names
+   them in ``ownerReferences``), and check that every gang a pod names exists.
 
-The first problem raises an :class:`InputError` located by file, object and field. Items keep
-document order and carry the file they came from as ``source``.
+Bad objects are collected: the run stops with an :class:`InputErrors` of all of them (one
+line each, located by file, object and field). Items keep document order and carry the file
+they came from as ``source``. Files may be directories (every ``*.yaml``, ``*.yml`` and
+``*.json`` in them, sorted) and ``-`` is standard input.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from phalanx.api.errors import InputError
-from phalanx.api.specs import GangSpec, JobSpec, PodSpec
-from phalanx.api.workload import Item, Spec, Timing, Workload
+from phalanx.api.errors import InputError, InputErrors
+from phalanx.api.specs import ControllerSpec, JobSpec
+from phalanx.api.workload import Timing, Workload
 from phalanx.k8s.fields import Obj, as_list, child, describe, get_str
-from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, timing_from_dict
-from phalanx.k8s.objects import (
-    gang_from_dict,
-    job_from_dict,
-    namespace_from_dict,
-    node_from_dict,
-    quota_from_dict,
+from phalanx.k8s.kindtable import CLUSTER_SCOPED, KINDS, NAMESPACED, Converted, Kind
+from phalanx.k8s.meta import (
+    describing,
+    generated_name,
+    name_of,
+    namespace_of,
+    object_label,
+    timing_from_dict,
 )
-from phalanx.k8s.pods import gang_field, pod_from_dict
 from phalanx.k8s.priority import PriorityTable, priority_class_from_dict
+from phalanx.k8s.resolve import Doc, Resolver
 
-Converter = Callable[[Mapping[str, Any], PriorityTable], Spec]
-
-
-@dataclass(frozen=True, slots=True)
-class _Kind:
-    namespaced: bool
-    convert: Converter
-
-
-#: Every supported (apiVersion, kind).
-KINDS: dict[tuple[str, str], _Kind] = {
-    ("v1", "Node"): _Kind(False, lambda obj, _: node_from_dict(obj)),
-    ("v1", "Pod"): _Kind(True, lambda obj, table: pod_from_dict(obj, table)),
-    ("batch/v1", "Job"): _Kind(True, job_from_dict),
-    ("scheduling.k8s.io/v1", "PriorityClass"): _Kind(
-        False, lambda obj, _: priority_class_from_dict(obj)
-    ),
-    ("v1", "ResourceQuota"): _Kind(True, lambda obj, _: quota_from_dict(obj)),
-    ("v1", "Namespace"): _Kind(False, lambda obj, _: namespace_from_dict(obj)),
-    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): _Kind(True, gang_from_dict),
-    ("scheduling.sigs.k8s.io/v1alpha1", "PodGroup"): _Kind(True, gang_from_dict),
-    ("scheduling.volcano.sh/v1beta1", "PodGroup"): _Kind(True, gang_from_dict),
-}
-
-# Kinds labelled ``Kind name``; an object without a kind is labelled ``object name``.
-_CLUSTER_SCOPED = frozenset(
-    {"object", *(k for (_, k), kind in KINDS.items() if not kind.namespaced)}
-)
 #: The supported ``(apiVersion, kind)`` pairs.
 SUPPORTED_KINDS = frozenset(KINDS)
 
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_EXTENSIONS = (".yaml", ".yml", ".json")
+_FINISHED = ("Succeeded", "Failed")
 
 
-@dataclass(frozen=True, slots=True)
-class _Doc:
-    source: str
-    obj: Obj
-    kind: _Kind
-    label: str
-    key: tuple[str, str, str, str]  # API group, kind, namespace ("" if cluster-scoped), name
+def _label(obj: object) -> str:
+    """``Kind namespace/name``; a kind not known to be cluster-scoped gets a namespace only
+    when it is known to be namespaced or the object states one."""
+    kind_name = obj.get("kind") if isinstance(obj, Mapping) else None
+    kind = kind_name if isinstance(kind_name, str) and kind_name else "object"
+    api = obj.get("apiVersion") if isinstance(obj, Mapping) else None
+    known = KINDS.get((api, kind)) if isinstance(api, str) else None
+    if known is not None:
+        return object_label(obj, kind, namespaced=known.namespaced)
+    if kind in NAMESPACED or kind in CLUSTER_SCOPED:
+        return object_label(obj, kind, namespaced=kind in NAMESPACED)
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    stated = isinstance(meta, Mapping) and bool(meta.get("namespace"))
+    return object_label(obj, kind, namespaced=stated)
 
 
-def _kind_of(obj: Obj) -> tuple[str, str, _Kind]:
+def _kind_of(obj: Obj) -> tuple[str, str, Kind]:
     """The object's (apiVersion, kind) and its converter, or an InputError."""
     kind_name = get_str(obj, "kind", "")
     api_version = get_str(obj, "apiVersion", "")
@@ -99,7 +86,7 @@ def _kind_of(obj: Obj) -> tuple[str, str, _Kind]:
             f"(supported apiVersion for {kind_name}: {', '.join(versions)})",
             field="apiVersion",
         )
-    kinds = ", ".join(sorted({k for _, k in KINDS}))
+    kinds = ", ".join(sorted({f"{k} ({v})" for v, k in KINDS}))
     raise InputError(
         f"unknown kind/apiVersion: kind {kind_name} in apiVersion {api_version} "
         f"(supported kinds: {kinds})",
@@ -107,141 +94,190 @@ def _kind_of(obj: Obj) -> tuple[str, str, _Kind]:
     )
 
 
-def spec_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Spec:
+def spec_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Converted:
     """Convert any supported object, dispatching on its ``apiVersion`` and ``kind``."""
-    kind_name = obj.get("kind") if isinstance(obj, Mapping) else None
-    label = kind_name if isinstance(kind_name, str) and kind_name else "object"
-    with describing(object_label(obj, label, namespaced=label not in _CLUSTER_SCOPED)):
+    with describing(_label(obj)):
         if not isinstance(obj, Mapping):
             raise InputError(f"object must be a map, not {describe(obj)}")
         _, _, kind = _kind_of(obj)
     return kind.convert(obj, priorities)
 
 
-def _identify(source: str, obj: Obj) -> _Doc:
-    kind_name = obj.get("kind")
-    label_kind = kind_name if isinstance(kind_name, str) and kind_name else "object"
-    try:
-        with describing(
-            object_label(obj, label_kind, namespaced=label_kind not in _CLUSTER_SCOPED)
-        ):
-            api_version, kind_name, kind = _kind_of(obj)
-        label = object_label(obj, kind_name, namespaced=kind.namespaced)
-        with describing(label):
-            name = name_of(obj)
-            namespace = namespace_of(obj) if kind.namespaced else ""
-    except InputError as exc:
-        raise exc.located(source=source) from None
-    group = api_version.rpartition("/")[0]
-    return _Doc(source, obj, kind, label, (group, kind_name, namespace, name))
+class _Loader:
+    """One load: the documents, the errors found so far and the names generated."""
 
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.errors: list[InputError] = []
+        self.generated: dict[str, int] = {}
 
-def _flatten(docs: Iterable[tuple[str, object]]) -> Iterator[tuple[str, Obj]]:
-    """Objects in order: empty documents skipped, ``kind: List`` items expanded."""
-    for source, doc in docs:
-        if doc is None:
-            continue
+    def flatten(self, docs: Iterable[tuple[str, object]]) -> Iterator[tuple[str, str, Obj]]:
+        """``(source, where, object)``: empty documents skipped, lists expanded; ``where`` adds
+        the document's index (and item) to the source, for unknown-kind errors."""
+        counts: dict[str, int] = {}
+        for source, doc in docs:
+            counts[source] = counts.get(source, 0) + 1
+            where = f"document {counts[source]}"
+            if doc is None:
+                continue
+            yield from self._expand(source, where, doc)
+
+    def _expand(self, source: str, where: str, doc: object) -> Iterator[tuple[str, str, Obj]]:
         if not isinstance(doc, Mapping) or not all(isinstance(k, str) for k in doc):
             what = describe(doc) if not isinstance(doc, Mapping) else "a map with non-string keys"
-            raise InputError(
-                f"a document must be a Kubernetes object (a map), not {what}", source=source
-            )
-        if doc.get("kind") == "List":
+            message = f"a document must be a Kubernetes object (a map), not {what}"
+            self.errors.append(InputError(message, source=source, obj=where))
+            return
+        kind = doc.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
             try:
                 items = as_list(doc.get("items"), "items")
             except InputError as exc:
-                raise exc.located(source=source, obj="List") from None
+                self.errors.append(exc.located(source=source, obj=kind))
+                return
             for i, item in enumerate(items):
                 if item is None or not isinstance(item, Mapping):
-                    raise InputError(
-                        f"must be a Kubernetes object (a map), not {describe(item)}",
-                        source=source,
-                        obj="List",
-                        field=child("items", i),
+                    self.errors.append(
+                        InputError(
+                            f"must be a Kubernetes object (a map), not {describe(item)}",
+                            source=source,
+                            obj=kind,
+                            field=child("items", i),
+                        )
                     )
-            yield from _flatten((source, item) for item in items)
+                    continue
+                yield from self._expand(source, f"{where}, items[{i}]", item)
         else:
-            yield source, doc
+            yield source, where, doc
+
+    def name(self, obj: Obj) -> Obj:
+        """``obj`` with a name generated from ``metadata.generateName`` when it has none."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, Mapping) or meta.get("name"):
+            return obj
+        prefix = meta.get("generateName")
+        if not isinstance(prefix, str) or not prefix:
+            return obj
+        count = self.generated.get(prefix, 0)
+        self.generated[prefix] = count + 1
+        return {**obj, "metadata": {**meta, "name": generated_name(prefix, self.seed, count)}}
+
+    def identify(self, source: str, where: str, obj: Obj) -> Doc | None:
+        obj = self.name(obj)
+        try:
+            try:
+                api_version, kind_name, kind = _kind_of(obj)
+            except InputError as exc:
+                raise exc.located(obj=f"{where}: {_label(obj)}") from None
+            label = object_label(obj, kind_name, namespaced=kind.namespaced)
+            with describing(label):
+                name = name_of(obj)
+                namespace = namespace_of(obj) if kind.namespaced else ""
+        except InputError as exc:
+            self.errors.append(exc.located(source=source))
+            return None
+        if kind_name == "Pod" and _phase(obj) in _FINISHED:
+            return None  # a snapshot's finished pod holds nothing
+        group = api_version.rpartition("/")[0]
+        return Doc(source, obj, kind, label, (group, kind_name, namespace, name))
 
 
-def load_documents(docs: Iterable[tuple[str, object]]) -> Workload:
+def _phase(obj: Obj) -> str:
+    status = obj.get("status")
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return phase if isinstance(phase, str) else ""
+
+
+def _owners(docs: Sequence[Doc]) -> set[tuple[str, str, str, str]]:
+    """``(API group, kind, namespace, name)`` of every object some input object is owned by."""
+    owners: set[tuple[str, str, str, str]] = set()
+    for doc in docs:
+        meta = doc.obj.get("metadata")
+        refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+        for ref in refs if isinstance(refs, list) else []:
+            if isinstance(ref, Mapping):
+                api = str(ref.get("apiVersion") or "").rpartition("/")[0]
+                owners.add((api, str(ref.get("kind")), doc.key[2], str(ref.get("name"))))
+    return owners
+
+
+def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Workload:
     """Convert and cross-check ``(source label, parsed YAML document)`` pairs."""
-    parsed: list[_Doc] = []
+    loader = _Loader(seed)
+    parsed: list[Doc] = []
     first_seen: dict[tuple[str, str, str, str], str] = {}
-    for source, obj in _flatten(docs):
-        doc = _identify(source, obj)
+    for source, where, obj in loader.flatten(docs):
+        doc = loader.identify(source, where, obj)
+        if doc is None:
+            continue
         if doc.key in first_seen:
-            raise InputError(
-                f"duplicate {doc.label} (first defined in {first_seen[doc.key]})",
-                source=source,
-                obj=doc.label,
-                field="metadata.name",
+            loader.errors.append(
+                InputError(
+                    f"duplicate {doc.label} (first defined in {first_seen[doc.key]})",
+                    source=source,
+                    obj=doc.label,
+                    field="metadata.name",
+                )
             )
+            continue
         first_seen[doc.key] = source
         parsed.append(doc)
 
     table = PriorityTable()
-    specs: dict[int, Spec] = {}
+    converted: dict[int, Converted] = {}
     for i, doc in enumerate(parsed):
         if doc.key[1] == "PriorityClass":
             try:
                 priority_class = priority_class_from_dict(doc.obj)
                 table.add(priority_class)
             except InputError as exc:
-                raise exc.located(source=doc.source) from None
-            specs[i] = priority_class
-    items: list[Item] = []
+                loader.errors.append(exc.located(source=doc.source))
+                continue
+            converted[i] = priority_class
+    owners = _owners(parsed)
+    broken: set[tuple[str, str, str]] = set()
+    kept: list[tuple[Doc, Converted, Timing]] = []
     for i, doc in enumerate(parsed):
-        spec = specs[i] if i in specs else _convert(doc, table)
-        items.append(Item(spec=spec, timing=_timing(doc), source=doc.source))
-    _check_gangs(parsed, items)
+        try:
+            spec = converted[i] if i in converted else doc.kind.convert(doc.obj, table)
+            timing = _timing(doc)
+        except InputError as exc:
+            loader.errors.append(exc.located(source=doc.source, obj=doc.label))
+            broken.add((doc.key[0], doc.key[2], doc.key[3]))  # its members are not reported
+            continue
+        if doc.key in owners and isinstance(spec, ControllerSpec | JobSpec):
+            continue  # a snapshot: its controller already made the pods that are in the input
+        if doc.key[1] != "PriorityClass" or i in converted:
+            kept.append((doc, spec, timing))
+    items = Resolver(kept, loader.errors, broken).items()
+    if loader.errors:
+        raise InputErrors(loader.errors) if len(loader.errors) > 1 else loader.errors[0]
     return Workload(items=items)
 
 
-def _convert(doc: _Doc, table: PriorityTable) -> Spec:
+def _timing(doc: Doc) -> Timing:
     try:
-        return doc.kind.convert(doc.obj, table)
-    except InputError as exc:
-        raise exc.located(source=doc.source) from None
-
-
-def _timing(doc: _Doc) -> Timing:
-    try:
-        return timing_from_dict(doc.obj)
+        return timing_from_dict(doc.obj, doc.label)
     except InputError as exc:
         raise exc.located(source=doc.source, obj=doc.label) from None
 
 
-def _check_gangs(parsed: Sequence[_Doc], items: Sequence[Item]) -> None:
-    gangs = {
-        (s.api, s.namespace, s.name)
-        for s in (item.spec for item in items)
-        if isinstance(s, GangSpec)
-    }
-    for doc, item in zip(parsed, items, strict=True):
-        spec = item.spec
-        if isinstance(spec, PodSpec):
-            pod, prefix = spec, ""
-        elif isinstance(spec, JobSpec):
-            pod, prefix = spec.template, "spec.template."
-        else:
-            continue
-        gang = pod.gang
-        if gang is None or (gang.api, pod.namespace, gang.name) in gangs:
-            continue
-        raise InputError(
-            f"PodGroup {pod.namespace}/{gang.name} of API group {gang.api} does not exist",
-            source=doc.source,
-            obj=doc.label,
-            field=prefix + gang_field(gang.api),
-        )
+def _paths(path: str) -> list[str]:
+    """``path`` itself, or the manifest files of the directory ``path`` (sorted)."""
+    if path != "-" and os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if n.endswith(_EXTENSIONS))
+        files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+        if not files:
+            raise InputError("directory holds no *.yaml, *.yml or *.json file", source=path)
+        return files
+    return [path]
 
 
 def read_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
-    """The YAML documents of one file, each paired with the file's path."""
+    """The YAML documents of one file (``-``: standard input), each paired with its path."""
     source = os.fspath(path)
     try:
-        text = Path(source).read_text(encoding="utf-8")
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("file not found", source=source) from None
     except IsADirectoryError:
@@ -250,6 +286,8 @@ def read_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text: {exc.reason}", source=source) from None
+    if source == "-":
+        source = "<stdin>"
     try:
         documents = list(yaml.load_all(text, Loader=_SafeLoader))
     except yaml.MarkedYAMLError as exc:
@@ -265,9 +303,18 @@ def read_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
     return [(source, doc) for doc in documents]
 
 
-def load_files(paths: Sequence[str | os.PathLike[str]]) -> Workload:
-    """Read multi-document YAML files and return their workload (see the module docstring)."""
+def manifest_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
+    """The documents of a file, of every manifest file in a directory, or of ``-``."""
+    docs: list[tuple[str, object]] = []
+    for file in _paths(os.fspath(path)):
+        docs.extend(read_documents(file))
+    return docs
+
+
+def load_files(paths: Sequence[str | os.PathLike[str]], *, seed: int = 0) -> Workload:
+    """Read multi-document YAML files (or directories of them, or ``-``) and return their
+    workload (see the module docstring)."""
     docs: list[tuple[str, object]] = []
     for path in paths:
-        docs.extend(read_documents(path))
-    return load_documents(docs)
+        docs.extend(manifest_documents(path))
+    return load_documents(docs, seed=seed)

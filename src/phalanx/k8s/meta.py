@@ -9,6 +9,7 @@ the best label we can give it. Simulation timing (``phalanx.dev/submit-after``,
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ DELETE_AFTER = "phalanx.dev/delete-after"
 DURATION = "phalanx.dev/duration"
 MIN_TASK_MEMBER = "phalanx.dev/min-task-member"
 ROLE_LABEL = "phalanx.dev/role"
+UNGATE_AFTER = "phalanx.dev/ungate-after"
 
 DEFAULT_NAMESPACE = "default"
 
@@ -129,9 +131,10 @@ def duration_annotation(annotations: Mapping[str, str], key: str, prefix: str = 
     return seconds
 
 
-def timing_from_dict(obj: Mapping[str, Any]) -> Timing:
-    """The simulation timing of any object, from its ``phalanx.dev/*-after`` annotations."""
-    with describing(_any_label(obj)):
+def timing_from_dict(obj: Mapping[str, Any], label: str | None = None) -> Timing:
+    """The simulation timing of any object, from its ``phalanx.dev/*-after`` annotations;
+    ``label`` names the object in errors (default: guessed from its kind)."""
+    with describing(label or _any_label(obj)):
         annotations = annotations_of(root(obj))
         submit = duration_annotation(annotations, SUBMIT_AFTER)
         delete = duration_annotation(annotations, DELETE_AFTER)
@@ -143,3 +146,19 @@ def _any_label(obj: object) -> str:
     kind = kind if isinstance(kind, str) and kind else "object"
     namespaced = kind not in ("Node", "PriorityClass", "Namespace")
     return object_label(obj, kind, namespaced=namespaced)
+
+
+#: The characters Kubernetes uses for generated name suffixes (no vowels, no look-alikes).
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def generated_name(prefix: str, seed: int, counter: int) -> str:
+    """``prefix`` + 5 characters, as the API server completes ``generateName``; derived from
+    ``seed`` and ``counter`` so a simulation names the same pods the same way every run."""
+    digest = hashlib.blake2b(f"{seed}\0{prefix}\0{counter}".encode(), digest_size=8).digest()
+    value = int.from_bytes(digest, "big")
+    chars = []
+    for _ in range(5):
+        value, index = divmod(value, len(_SUFFIX_ALPHABET))
+        chars.append(_SUFFIX_ALPHABET[index])
+    return prefix + "".join(chars)

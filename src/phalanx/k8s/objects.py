@@ -19,6 +19,7 @@ other object counts (``services``, ``count/jobs.batch``, ...) are validated but 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -167,30 +168,38 @@ def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
     """``batch/v1 Job``; the template becomes a pod named after the job, owned by it."""
     with describing(object_label(obj, "Job", namespaced=True)):
         job = root(obj)
-        name = name_of(job)
-        namespace = namespace_of(job)
-        spec = get_mapping(job, "spec", "")
-        parallelism = get_int(spec, "parallelism", "spec", minimum=0)
-        completions = get_int(spec, "completions", "spec", minimum=0)
-        if parallelism is None and completions is None:
-            completions = 1  # Kubernetes defaults both to 1 when neither is set
-        if spec.get("template") is None:
-            fail("spec.template", "template is required")
-        template = get_mapping(spec, "template", "spec")
-        try:
-            pod = convert_pod(
-                template, priorities, namespace=namespace, name=name, owner=f"Job/{name}"
-            )
-        except InputError as exc:
-            raise exc.located(field="spec.template") from None
-        job_duration = duration_annotation(annotations_of(job), DURATION)
-        return JobSpec(
-            namespace=namespace,
-            name=name,
-            parallelism=1 if parallelism is None else parallelism,
-            completions=completions,
-            template=with_duration(pod, job_duration),
-        )
+        return job_spec(job, priorities, name=name_of(job), namespace=namespace_of(job))
+
+
+def job_spec(
+    job: Obj, priorities: PriorityTable, *, name: str, namespace: str, queue: str = ""
+) -> JobSpec:
+    """A Job (or a JobSet's Job template) with errors located by field only."""
+    spec = get_mapping(job, "spec", "")
+    parallelism = get_int(spec, "parallelism", "spec", minimum=0)
+    completions = get_int(spec, "completions", "spec", minimum=0)
+    if parallelism is None and completions is None:
+        completions = 1  # Kubernetes defaults both to 1 when neither is set
+    if spec.get("template") is None:
+        fail("spec.template", "template is required")
+    template = get_mapping(spec, "template", "spec")
+    try:
+        pod = convert_pod(template, priorities, namespace=namespace, name=name, owner=f"Job/{name}")
+    except InputError as exc:
+        raise exc.located(field="spec.template") from None
+    duration = duration_annotation(annotations_of(job), DURATION)
+    deadline = get_int(spec, "activeDeadlineSeconds", "spec", minimum=1)
+    if duration is None and pod.duration is None and deadline is not None:
+        duration = float(deadline)
+    if queue and not pod.queue:
+        pod = dataclasses.replace(pod, queue=queue)
+    return JobSpec(
+        namespace=namespace,
+        name=name,
+        parallelism=1 if parallelism is None else parallelism,
+        completions=completions,
+        template=with_duration(pod, duration),
+    )
 
 
 def _quota_resource(key: str) -> str | None:

@@ -15,7 +15,14 @@ names the object. The effective request follows Kubernetes' ``PodRequests``
 
 Priority: ``spec.priority`` when set (an admitted pod always has it, so a live pod never
 needs its class to still exist), else ``spec.priorityClassName`` looked up in the
-:class:`PriorityTable`, else the global default class, else 0.
+:class:`PriorityTable`, else KAI's ``priorityClassName`` label when that class is known, else
+the global default class, else 0.
+
+Gang membership: every declaration a pod carries is read (:data:`GANG_KEYS`, the Workload
+API's ``workloadRef`` and ``schedulingGroup``, and the pod-level APIs of
+:mod:`phalanx.k8s.apis`); two that name different gangs make the pod invalid. Duration:
+``phalanx.dev/duration``, else ``spec.activeDeadlineSeconds``. ``spec.nodeName`` (a pod already
+running there), ``spec.schedulingGates`` and ``phalanx.dev/ungate-after`` are carried as read.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.api.specs import GangRef, PodSpec, Resources
+from phalanx.k8s.apis import kai, koordinator, kueue, yunikorn
+from phalanx.k8s.declaration import Declaration
 from phalanx.k8s.fields import (
     Obj,
     add_into,
@@ -32,6 +41,7 @@ from phalanx.k8s.fields import (
     check_int,
     child,
     fail,
+    get_int,
     get_list,
     get_mapping,
     get_resources,
@@ -41,6 +51,7 @@ from phalanx.k8s.fields import (
 from phalanx.k8s.meta import (
     DURATION,
     ROLE_LABEL,
+    UNGATE_AFTER,
     annotations_of,
     describing,
     duration_annotation,
@@ -52,7 +63,7 @@ from phalanx.k8s.meta import (
 )
 from phalanx.k8s.placement import placement_from
 from phalanx.k8s.priority import PriorityTable
-from phalanx.k8s.workloads import WORKLOAD_GROUP, workload_ref
+from phalanx.k8s.workloads import WORKLOAD_GROUP, scheduling_group, workload_ref
 
 #: How a pod names its gang, first match wins: (metadata map, key, API group of the PodGroup).
 #: A pod with none of these joins the gang of its ``spec.workloadRef`` (see
@@ -64,6 +75,10 @@ GANG_KEYS: tuple[tuple[str, str, str], ...] = (
 )
 #: Volcano's task (role) annotation, set by its Job controller.
 TASK_SPEC = "volcano.sh/task-spec"
+#: Volcano's queue annotation on pods (its Job controller sets it; users may too).
+VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+#: Pod-level gang APIs, in precedence order.
+POD_LEVEL_APIS = (kai, koordinator, yunikorn, kueue)
 
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 
@@ -85,7 +100,87 @@ def gang_field(api: str) -> str:
     for where, key, key_api in GANG_KEYS:
         if key_api == api:
             return child(f"metadata.{where}", key)
+    fields = {
+        kai.API: child("metadata.annotations", kai.GROUP_KEY),
+        koordinator.API: child("metadata.annotations", koordinator.NAME),
+        kueue.API: child("metadata.labels", kueue.GROUP_NAME),
+        yunikorn.API: child("metadata.annotations", yunikorn.TASK_GROUP_NAME),
+    }
+    if api in fields:
+        return fields[api]
     raise ValueError(f"unknown gang API {api!r}")
+
+
+def declarations(
+    labels: Mapping[str, str], annotations: Mapping[str, str], spec: Obj, namespace: str
+) -> list[Declaration]:
+    """Every gang declaration the pod carries, in precedence order."""
+    found: list[Declaration] = []
+    maps = {"labels": labels, "annotations": annotations}
+    for where, key, api in GANG_KEYS:
+        name = maps[where].get(key)
+        if name:
+            path = child(f"metadata.{where}", key)
+            found.append(Declaration(f"{where[:-1]} {key}={name}", path, GangRef(name, api)))
+    ref = workload_ref(spec, "spec")
+    if ref is not None:
+        where = f"spec.workloadRef {ref.name}/{ref.pod_group}"
+        found.append(Declaration(where, "spec.workloadRef", GangRef(ref.gang_name, WORKLOAD_GROUP)))
+    group = scheduling_group(spec, "spec")
+    if group is not None:
+        where = f"spec.schedulingGroup.podGroupName={group}"
+        found.append(Declaration(where, "spec.schedulingGroup", GangRef(group, WORKLOAD_GROUP)))
+    for module in POD_LEVEL_APIS:
+        declared = module.declaration(labels, annotations, namespace)
+        if declared is not None:
+            found.append(declared)
+    return found
+
+
+def _one_gang(found: list[Declaration]) -> Declaration | None:
+    """The declaration that names the pod's gang; two naming different gangs is an error."""
+    refs = [d for d in found if d.ref is not None]
+    for other in refs[1:]:
+        assert other.ref is not None and refs[0].ref is not None
+        if other.ref.name != refs[0].ref.name:
+            fail(
+                other.field,
+                f"the pod declares two gangs: {refs[0].where} and {other.where}; keep one",
+            )
+    return refs[0] if refs else None
+
+
+def controller_of(pod: Obj) -> str:
+    """``Kind/name`` of the pod's controller in ``metadata.ownerReferences`` (a snapshot's pod),
+    or ""."""
+    path = "metadata.ownerReferences"
+    refs = get_list(get_mapping(pod, "metadata", ""), "ownerReferences", "metadata")
+    for i, raw in enumerate(refs):
+        ref = as_mapping(raw, child(path, i))
+        if ref.get("controller") is True:
+            kind = get_str(ref, "kind", child(path, i))
+            return f"{kind}/{get_str(ref, 'name', child(path, i))}"
+    return ""
+
+
+def _gates(spec: Obj, path: str) -> tuple[str, ...]:
+    gates_path = child(path, "schedulingGates")
+    names: list[str] = []
+    for i, raw in enumerate(get_list(spec, "schedulingGates", path)):
+        name = get_str(as_mapping(raw, child(gates_path, i)), "name", child(gates_path, i))
+        if not name:
+            fail(child(child(gates_path, i), "name"), "is required")
+        names.append(name)
+    return tuple(names)
+
+
+def pod_duration(annotations: Mapping[str, str], spec: Obj, path: str) -> float | None:
+    """``phalanx.dev/duration``, else ``activeDeadlineSeconds`` (its upper bound)."""
+    duration = duration_annotation(annotations, DURATION)
+    if duration is None:
+        deadline = get_int(spec, "activeDeadlineSeconds", path, minimum=1)
+        duration = None if deadline is None else float(deadline)
+    return duration
 
 
 def role_of(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
@@ -159,12 +254,17 @@ def pod_requests(spec: Obj, path: str) -> Resources:
     return total
 
 
-def pod_priority(spec: Obj, path: str, priorities: PriorityTable) -> int:
+def pod_priority(
+    spec: Obj, path: str, priorities: PriorityTable, labels: Mapping[str, str] | None = None
+) -> int:
     if spec.get("priority") is not None:
         return check_int(spec["priority"], child(path, "priority"))
     class_name = get_str(spec, "priorityClassName", path)
     if class_name:
         return priorities.resolve(class_name, child(path, "priorityClassName"))
+    kai_class = kai.priority_class(labels or {})
+    if kai_class in priorities:
+        return priorities[kai_class]
     return priorities.default
 
 
@@ -182,23 +282,40 @@ def convert_pod(
     labels = labels_of(pod)
     annotations = annotations_of(pod)
     spec = get_mapping(pod, "spec", "")
-    gang = gang_ref(labels, annotations)
+    pod_namespace = namespace_of(pod, namespace)
+    found = declarations(labels, annotations, spec, pod_namespace)
+    chosen = _one_gang(found)
     ref = workload_ref(spec, "spec")
-    if gang is None and ref is not None:
-        gang = GangRef(name=ref.gang_name, api=WORKLOAD_GROUP)
+    gang = None if chosen is None else chosen.ref
+    queue = annotations.get(VOLCANO_QUEUE, "") or next((d.queue for d in found if d.queue), "")
     return PodSpec(
-        namespace=namespace_of(pod, namespace),
+        namespace=pod_namespace,
         name=pod_name,
         requests=pod_requests(spec, "spec"),
         placement=placement_from(spec, "spec"),
-        priority=pod_priority(spec, "spec", priorities),
+        priority=pod_priority(spec, "spec", priorities, labels),
         scheduler_name=get_str(spec, "schedulerName", "spec"),
         gang=gang,
-        role=role_of(labels, annotations),
-        owner=owner,
+        role=annotations.get(TASK_SPEC)
+        or (chosen.role if chosen is not None else "")
+        or labels.get(ROLE_LABEL, ""),
+        owner=owner or controller_of(pod),
         labels=labels,
         annotations=annotations,
-        duration=duration_annotation(annotations, DURATION),
+        duration=pod_duration(annotations, spec, "spec"),
+        queue=queue,
+        node_name=get_str(spec, "nodeName", "spec"),
+        gates=_gates(spec, "spec"),
+        ungate_after=duration_annotation(annotations, UNGATE_AFTER),
+        declared_gang=None if chosen is None else chosen.gang,
+        workload_ref=(
+            (ref.name, ref.pod_group, ref.replica_key)
+            if ref is not None
+            and gang is not None
+            and gang.api == WORKLOAD_GROUP
+            and gang.name == ref.gang_name
+            else None
+        ),
     )
 
 

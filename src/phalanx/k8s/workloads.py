@@ -1,13 +1,22 @@
-"""Kubernetes 1.35 alpha ``scheduling.k8s.io/v1alpha1`` Workload → gangs.
+"""The Kubernetes Workload API (``scheduling.k8s.io``), every served version → gangs.
 
-A Workload lists up to 8 ``spec.podGroups[{name, policy{gang{minCount}} | basic{}}]``; a pod
-joins one through ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``. Each (podGroup,
-replica key) pair that pods actually reference is an independent gang of ``minCount`` pods
-(same podGroup + different replica key = different gangs). A ``basic`` pod group is plain
-grouping: its pods are scheduled one by one, so it yields no gang.
+``v1alpha1`` (1.35): a Workload lists up to 8
+``spec.podGroups[{name, policy{gang{minCount}} | basic{}}]``; a pod joins one through
+``spec.workloadRef{name, podGroup, podGroupReplicaKey}``. Each (podGroup, replica key) pair that
+pods actually reference is an independent gang of ``minCount`` pods (same podGroup + different
+replica key = different gangs). A ``basic`` pod group is plain grouping: its pods are scheduled
+one by one, so it yields no gang.
 
 The gang's name is derived deterministically: ``WORKLOAD-PODGROUP`` or
 ``WORKLOAD-PODGROUP-REPLICAKEY`` (:func:`workload_gang_name`); its API is ``scheduling.k8s.io``.
+
+``v1alpha2`` and ``v1beta1`` (1.36/1.37): a Workload lists ``spec.podGroupTemplates[{name,
+schedulingPolicy{gang{minCount} | basic{}}}]`` (read like v1alpha1's pod groups, so
+``workloadRef`` still resolves against them); the runtime unit is a standalone ``PodGroup``
+(``spec.schedulingPolicy``, optional ``spec.podGroupTemplateRef`` and
+``spec.schedulingConstraints``, validated as maps and not modelled), which a pod joins with
+``spec.schedulingGroup.podGroupName``. A ``basic`` PodGroup groups without a gang.
+``compositePodGroupTemplates``, ``disruptionMode`` and ``priority`` are not read.
 """
 
 from __future__ import annotations
@@ -32,7 +41,12 @@ from phalanx.k8s.fields import (
 from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
-WORKLOAD_API_VERSIONS = ("scheduling.k8s.io/v1alpha1",)
+WORKLOAD_API_VERSIONS = (
+    "scheduling.k8s.io/v1alpha1",
+    "scheduling.k8s.io/v1alpha2",
+    "scheduling.k8s.io/v1beta1",
+)
+POD_GROUP_API_VERSIONS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1")
 MAX_POD_GROUPS = 8
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -100,7 +114,7 @@ def _policy(raw: object, path: str) -> int | None:
 
 
 def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
-    """``scheduling.k8s.io/v1alpha1 Workload`` → its pod groups and their policies."""
+    """A ``scheduling.k8s.io`` Workload of any served version → its pod groups and policies."""
     with describing(object_label(obj, "Workload", namespaced=True)):
         wl = root(obj)
         api_version = get_str(wl, "apiVersion", "")
@@ -108,8 +122,12 @@ def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
             fail("apiVersion", f"unknown Workload apiVersion {api_version!r}")
         name = name_of(wl)
         spec = get_mapping(wl, "spec", "")
-        path = "spec.podGroups"
-        items = get_list(spec, "podGroups", "spec")
+        v1alpha1 = api_version.endswith("/v1alpha1")
+        key, policy_key = (
+            ("podGroups", "policy") if v1alpha1 else ("podGroupTemplates", "schedulingPolicy")
+        )
+        path = child("spec", key)
+        items = get_list(spec, key, "spec")
         if not items:
             fail(path, "at least one pod group is required")
         if len(items) > MAX_POD_GROUPS:
@@ -121,8 +139,57 @@ def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
             group = _label(item.get("name"), child(item_path, "name"))
             if group in groups:
                 fail(child(item_path, "name"), f"duplicate pod group {group!r}")
-            groups[group] = _policy(item.get("policy"), child(item_path, "policy"))
+            groups[group] = _policy(item.get(policy_key), child(item_path, policy_key))
         return WorkloadSpec(namespace=namespace_of(wl), name=name, pod_groups=groups)
+
+
+@dataclass(frozen=True, slots=True)
+class BasicGroup:
+    """A ``basic`` PodGroup: its pods are grouped but scheduled one by one."""
+
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def pod_group_from_dict(obj: Mapping[str, Any]) -> GangSpec | BasicGroup:
+    """A standalone ``scheduling.k8s.io`` PodGroup (v1alpha2, v1beta1)."""
+    with describing(object_label(obj, "PodGroup", namespaced=True)):
+        pg = root(obj)
+        api_version = get_str(pg, "apiVersion", "")
+        if api_version not in POD_GROUP_API_VERSIONS:
+            fail("apiVersion", f"unknown PodGroup apiVersion {api_version!r}")
+        name = name_of(pg)
+        namespace = namespace_of(pg)
+        spec = get_mapping(pg, "spec", "")
+        get_mapping(spec, "podGroupTemplateRef", "spec")
+        get_mapping(spec, "schedulingConstraints", "spec")
+        min_count = _policy(spec.get("schedulingPolicy"), "spec.schedulingPolicy")
+        if min_count is None:
+            return BasicGroup(namespace, name)
+        return GangSpec(namespace=namespace, name=name, min_member=min_count, api=WORKLOAD_GROUP)
+
+
+def scheduling_group(spec: Obj, path: str = "spec") -> str | None:
+    """The PodGroup a pod names in ``spec.schedulingGroup.podGroupName``, or None."""
+    if spec.get("schedulingGroup") is None:
+        return None
+    group = get_mapping(spec, "schedulingGroup", path)
+    return _subdomain(
+        group.get("podGroupName"), child(child(path, "schedulingGroup"), "podGroupName")
+    )
+
+
+def _subdomain(value: object, path: str) -> str:
+    if value is None or value == "":
+        fail(path, "is required")
+    name = as_str(value, path)
+    if len(name) > 253 or not _SUBDOMAIN.fullmatch(name):
+        fail(path, f"invalid name {name!r}: must be a DNS-1123 subdomain")
+    return name
 
 
 def _label(value: object, path: str) -> str:
@@ -149,12 +216,7 @@ def workload_ref(spec: Obj, path: str = "spec") -> WorkloadRef | None:
         return None
     ref_path = child(path, "workloadRef")
     ref = get_mapping(spec, "workloadRef", path)
-    name = ref.get("name")
-    if name is None or name == "":
-        fail(child(ref_path, "name"), "is required")
-    name = as_str(name, child(ref_path, "name"))
-    if len(name) > 253 or not _SUBDOMAIN.fullmatch(name):
-        fail(child(ref_path, "name"), f"invalid name {name!r}: must be a DNS-1123 subdomain")
+    name = _subdomain(ref.get("name"), child(ref_path, "name"))
     return WorkloadRef(
         name=name,
         pod_group=_label(ref.get("podGroup"), child(ref_path, "podGroup")),

@@ -76,3 +76,24 @@ def table_rows(
         [name, *(format_value(c.kind, row.get(c.key)) for c in columns)]
         for name, row in metrics.items()
     ]
+
+
+def run_notes(results: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """One line per fact a reader of a comparison must not miss: gangs that ran the default
+    duration (real manifests carry none), and each policy that placed no pod, with why."""
+    notes: list[str] = []
+    first = next(iter(results.values()), {})
+    count = first.get("default_duration_gangs")
+    default = first.get("default_duration")
+    gangs = first.get("gangs")
+    if isinstance(count, int) and count and isinstance(default, int | float):
+        total = len(gangs) if isinstance(gangs, list) else count
+        notes.append(
+            f"{count} of {total} gangs ran the default duration {human_time(float(default))} "
+            "(no phalanx.dev/duration or activeDeadlineSeconds; set it with --default-duration)"
+        )
+    for policy, result in results.items():
+        why = result.get("nothing_placed")
+        if isinstance(why, str) and why:
+            notes.append(f"{policy}: {why}")
+    return notes

@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phalanx import __version__
-from phalanx.report.format import Column, Value, best_rows, format_value, human_time
+from phalanx.report.format import (
+    Column,
+    Value,
+    best_rows,
+    format_value,
+    human_time,
+    run_notes,
+)
 from phalanx.report.plots import Series, Style, cdf_chart, gantt_chart, step_chart, styles
 from phalanx.report.svg import esc, percent_axis, value_axis
 
@@ -172,6 +179,7 @@ def render_report(
         f"{capacity:g} GPUs · policies: {esc(', '.join(names))}</p>",
         "<h2>Metrics</h2>",
         metrics_table(columns, metrics, policy_styles),
+        *(f'<p class="note">{esc(note)}</p>' for note in run_notes(results)),
         '<p class="note">Best value per column highlighted (none when all policies tie). '
         "GPU ALLOC is not ranked: GPUs held idle by gangs that have not started count as "
         "allocated. JCT and queue figures cover only the gangs that completed or started; "

@@ -21,6 +21,7 @@ class Kind(IntEnum):
     RUNNING = 3  # start-up delay over: check whether gangs can start
     RETRY = 4  # a gang's backoff is over and the cluster changed meanwhile
     CHECK = 5  # a gang reaches its scheduleTimeoutSeconds
+    UNGATE = 6  # phalanx.dev/ungate-after: a pod's scheduling gates are lifted
 
 
 @dataclass(frozen=True, slots=True)

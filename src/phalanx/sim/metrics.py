@@ -27,6 +27,8 @@ class GangRecord:
     reason: str = ""
     gpus: float = 0.0  # GPUs its members request, in GPUs
     timed_out: bool = False
+    queue: str = ""  # the queue its declaration names ("" for a lone pod naming none)
+    default_duration: bool = False  # ran --default-duration, having no duration of its own
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +45,8 @@ class GangRecord:
             "reason": self.reason,
             "gpus": self.gpus,
             "timed_out": self.timed_out,
+            "queue": self.queue,
+            "default_duration": self.default_duration,
         }
 
 
@@ -120,9 +124,17 @@ class SimResult:
     rejected: list[str] = field(default_factory=list)
     attempts: int = 0
     cycles: int = 0
+    default_duration: float | None = None
+    #: one line saying why no pod was placed at all ("" when some were)
+    nothing_placed: str = ""
 
     def count(self, state: str) -> int:
         return sum(gang.state == state for gang in self.gangs)
+
+    @property
+    def default_durations(self) -> int:
+        """How many gangs ran the default duration, having none of their own."""
+        return sum(gang.default_duration for gang in self.gangs)
 
     @property
     def idle_cost(self) -> float:
@@ -147,6 +159,9 @@ class SimResult:
             "queue_length": [[t, n] for t, n in self.queue_length],
             "fragmentation": [[t, ratio] for t, ratio in self.fragmentation],
             "timed_out": sum(gang.timed_out for gang in self.gangs),
+            "default_duration_gangs": self.default_durations,
+            "default_duration": self.default_duration,
+            "nothing_placed": self.nothing_placed,
             "rejected_pods": self.rejected,
             "scheduling_attempts": self.attempts,
             "cycles": self.cycles,

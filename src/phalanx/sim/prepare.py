@@ -16,16 +16,15 @@ from phalanx.api.quantity import format_units
 from phalanx.api.specs import GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
 from phalanx.api.workload import Workload
 from phalanx.cluster.resources import ResourceIndex, Vector, smallest_total
+from phalanx.sim.schedulers import pod_templates
 
 
 def resource_index(workload: Workload) -> ResourceIndex:
     names: set[str] = set()
     for spec in workload.of(NodeSpec):
         names.update(spec.allocatable)
-    for pod in workload.of(PodSpec):
+    for pod in pod_templates(workload):
         names.update(pod.requests)
-    for job in workload.of(JobSpec):
-        names.update(job.template.requests)
     for quota in workload.of(QuotaSpec):
         names.update(quota.hard)
     return ResourceIndex(names)

@@ -9,6 +9,13 @@ own duration; no duration means it runs until the end of the run.
 
 The run ends at ``until``, or when no event that could change anything is left. At that point
 a gang that holds resources but cannot start is *deadlocked*: nothing will ever free them.
+
+Real manifests carry no duration: a gang without one runs ``default_duration`` (counted in the
+result), except the pods of serving controllers (Deployment, StatefulSet, ...). The policy
+under test places every pod unless ``scheduler_name`` is set; then it places only the pods
+naming that scheduler and the ``kube-default`` baseline places the others
+(:mod:`phalanx.sim.schedulers`). A pod with ``spec.nodeName`` (a snapshot's running pod) is
+bound there when it appears; a gated pod waits until ``phalanx.dev/ungate-after``.
 """
 
 from __future__ import annotations
@@ -18,14 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from phalanx.api.errors import InputError
-from phalanx.api.specs import GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
+from phalanx.api.specs import ControllerSpec, GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
 from phalanx.api.workload import Item, Workload
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.framework.backend import apply
-from phalanx.policies import Scheduler, get_policy
 from phalanx.sim.backend import SimBackend
 from phalanx.sim.controller import JobController
+from phalanx.sim.controllers.owner import OwnerController
 from phalanx.sim.events import Event, EventQueue, Kind
 from phalanx.sim.fragmentation import FragMeter, run_target
 from phalanx.sim.metrics import (
@@ -37,6 +44,7 @@ from phalanx.sim.metrics import (
 )
 from phalanx.sim.prepare import check, resource_index
 from phalanx.sim.quota import QuotaTracker
+from phalanx.sim.schedulers import GATED, nothing_placed, schedulers_for
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -50,6 +58,8 @@ class SimOptions:
     startup_delay: float = 0.0
     scoring: str | None = None
     actions: tuple[str, ...] | None = None  # None: the policy's own list
+    scheduler_name: str | None = None  # place only these pods; kube-default places the rest
+    default_duration: float | None = None  # for gangs with none; None: until the end
 
 
 class Simulation:
@@ -64,16 +74,13 @@ class Simulation:
         check(workload, index)
         self.state = ClusterState(list(workload.of(NodeSpec)), index)
         target = run_target(workload)  # FGD's target workload: the run's own pod shapes
-        self.scheduler = Scheduler(
-            get_policy(options.policy),
-            seed=options.seed,
-            scoring=options.scoring,
-            actions=options.actions,
-            target=target,
-        )
+        self.schedulers = schedulers_for(workload, options, target)
+        self.scheduler = self.schedulers[-1]  # the policy under test
         self.gpu_columns = index.gpu_columns()
         self.quota = QuotaTracker()
         self.jobs = JobController(self._create_pod)
+        self.owners = OwnerController(self._create_pod, self._add_gang, self.jobs, options.seed)
+        self.ungated: set[str] = set()
         self.queue = EventQueue()
         self.meter = GpuMeter()
         self.frag = FragMeter(target)
@@ -129,21 +136,23 @@ class Simulation:
         elif event.kind is Kind.RUNNING:
             assert isinstance(event.payload, GangInfo)
             self.try_start(event.payload)
+        elif event.kind is Kind.UNGATE:
+            assert isinstance(event.payload, PodInfo)
+            self._ungate(event.payload)
         return True
 
     def _cycle(self) -> None:
         self.cycles += 1
-        apply(self.scheduler.cycle(self.state, self.now), self.state, self.backend)
+        for scheduler in self.schedulers:
+            apply(scheduler.cycle(self.state, self.now), self.state, self.backend)
 
     # -- objects come and go ---------------------------------------------------------------
     def _arrive(self, item: Item) -> None:
         spec = item.spec
         if isinstance(spec, GangSpec):
-            gang = self.state.add_gang(spec, self.now)
-            self._record(gang)
-            self.emit("submit", gang=gang)
-            if spec.timeout_seconds is not None:
-                self.queue.push(Event(self.now + spec.timeout_seconds, Kind.CHECK, gang))
+            self._add_gang(spec)
+        elif isinstance(spec, ControllerSpec):
+            self.owners.add(spec)
         elif isinstance(spec, PodSpec):
             refusal = self._create_pod(spec)
             if refusal is not None:
@@ -153,35 +162,84 @@ class Simulation:
         elif isinstance(spec, QuotaSpec):
             self.quota.add(spec)
 
+    def _add_gang(self, spec: GangSpec) -> None:
+        gang = self.state.add_gang(spec, self.now)
+        self._record(gang)
+        self.emit("submit", gang=gang)
+        if spec.timeout_seconds is not None:
+            self.queue.push(Event(self.now + spec.timeout_seconds, Kind.CHECK, gang))
+
     def _create_pod(self, spec: PodSpec) -> str | None:
+        node = self.state.node_index(spec.node_name) if spec.node_name else None
+        if spec.node_name and node is None:
+            return f"spec.nodeName {spec.node_name!r} is not a node of the cluster"
         refusal = self.quota.refusal(spec)
         if refusal is not None:
             return refusal
         self.quota.charge(spec)
+        declared = spec.declared_gang
+        if declared is not None and declared.key not in self.state.gangs:
+            self._add_gang(declared)  # recorded as it appears; later pods raise its minimums
         pod = self.state.add_pod(spec, self.now)
         if spec.gang_key is None:
             self._record(pod.gang)
         self.emit("submit", pod=pod)
+        if spec.gates:
+            pod.gang.hold = (GATED, f"pod {pod.key} is gated ({', '.join(spec.gates)})")
+            if spec.ungate_after is not None:
+                self.queue.push(Event(self.now + spec.ungate_after, Kind.UNGATE, pod))
+        if node is not None:
+            self._bind_running(pod, node)
         return None
+
+    def _bind_running(self, pod: PodInfo, node: int) -> None:
+        """A pod the input shows already running on ``node`` (a snapshot): bound at once."""
+        self.meter.allocate(self.gpu(pod), started=pod.gang.started is not None)
+        self.state.bind(pod, node, self.now)
+        self.emit("bind", pod=pod, node=self.state.table.names[node])
+        self.try_start(pod.gang)
+
+    def _ungate(self, pod: PodInfo) -> None:
+        self.ungated.add(pod.key)
+        gang = pod.gang
+        gated = [p for p in gang.members if p.spec.gates and p.key not in self.ungated]
+        gang.hold = None
+        if gated:
+            names = ", ".join(gated[0].spec.gates)
+            gang.hold = (GATED, f"pod {gated[0].key} is gated ({names})")
+        self.state.version += 1
+        self.state.unblock(gang)
+        self.emit("ungate", pod=pod)
 
     def _delete(self, item: Item) -> None:
         spec = item.spec
         if isinstance(spec, QuotaSpec):
             self.quota.remove(spec)
             self.jobs.resync(spec.namespace)
+            self.owners.resync(spec.namespace)
         elif isinstance(spec, PodSpec):
             pod = self.state.pod_of(spec.key)
             if pod is not None:
                 self.remove_pod(pod, PodStatus.DELETED)
         elif isinstance(spec, JobSpec):
             self.jobs.delete(spec)
-            for pod in list(self.state.pods.values()):
-                if pod.spec.owner == f"Job/{spec.name}" and pod.spec.namespace == spec.namespace:
-                    self.remove_pod(pod, PodStatus.DELETED)
+            self._remove_owned(spec.namespace, {f"Job/{spec.name}"})
+        elif isinstance(spec, ControllerSpec):
+            self.owners.delete(spec)
+            self._remove_owned(spec.namespace, {spec.owner, *(f"Job/{j.name}" for j in spec.jobs)})
+            for gang_spec in spec.gangs:
+                gang = self.state.gangs.get(gang_spec.key)
+                if gang is not None:
+                    gang.invalid = f"its {spec.kind} was deleted"
         elif isinstance(spec, GangSpec):
             gang = self.state.gangs.get(spec.key)
             if gang is not None:
                 gang.invalid = "its PodGroup was deleted"
+
+    def _remove_owned(self, namespace: str, owners: set[str]) -> None:
+        for pod in list(self.state.pods.values()):
+            if pod.spec.owner in owners and pod.spec.namespace == namespace:
+                self.remove_pod(pod, PodStatus.DELETED)
 
     def remove_pod(self, pod: PodInfo, status: PodStatus) -> None:
         if pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
@@ -194,6 +252,7 @@ class Simulation:
         self.jobs.pod_gone(pod.spec, succeeded=status is PodStatus.SUCCEEDED)
         self.emit("finish" if status is PodStatus.SUCCEEDED else "delete", pod=pod)
         self.jobs.resync(pod.spec.namespace)
+        self.owners.resync(pod.spec.namespace)
 
     # -- gangs start and finish ------------------------------------------------------------
     def try_start(self, gang: GangInfo) -> None:
@@ -223,7 +282,14 @@ class Simulation:
         if gang.spec is not None and gang.spec.duration is not None:
             return gang.spec.duration
         durations = [p.spec.duration for p in gang.members if p.spec.duration is not None]
-        return max(durations) if durations else None
+        if durations:
+            return max(durations)
+        if any(self.owners.serves(p.spec) for p in gang.members):
+            return None  # a serving replica runs until stopped
+        default = self.options.default_duration
+        if default is not None:
+            self.records[gang.ident].default_duration = True
+        return default
 
     def _finish(self, gang: GangInfo) -> None:
         if gang.started is None:
@@ -246,8 +312,12 @@ class Simulation:
     # -- output --------------------------------------------------------------------------------
     def _record(self, gang: GangInfo) -> None:
         kind = "Pod" if gang.implicit else "PodGroup"
+        if gang.spec is not None:
+            queue = gang.spec.queue
+        else:
+            queue = gang.members[0].spec.queue if gang.members else ""
         self.records[gang.ident] = GangRecord(
-            gang.namespace, gang.name, kind, gang.min_member, submit=self.now
+            gang.namespace, gang.name, kind, gang.min_member, submit=self.now, queue=queue
         )
         self._queued(+1)
 
@@ -287,6 +357,7 @@ class Simulation:
         for ident, record in self.records.items():
             gang = self.state.gangs[ident]
             record.gpus = sum(self.gpu(pod) for pod in gang.members) / 1000
+            record.min_member = gang.min_member  # a gang group learns it from its pods
             record.timed_out = gang.timed_out
             if record.state == "deadlocked":
                 record.reason = gang.condition.message if gang.condition else ""
@@ -314,7 +385,16 @@ class Simulation:
             rejected=self.rejected,
             attempts=self.attempts,
             cycles=self.cycles,
+            default_duration=self.options.default_duration,
+            nothing_placed=self._nothing_placed(),
         )
+
+    def _nothing_placed(self) -> str:
+        """Why no pod was ever bound, or "" when some were."""
+        placed = (PodStatus.BOUND, PodStatus.RESERVED, PodStatus.SUCCEEDED, PodStatus.RELEASING)
+        if any(p.status in placed or p.bound_at is not None for p in self.state.pods.values()):
+            return ""
+        return nothing_placed(self.state.gangs.values(), self.options.scheduler_name)
 
 
 def simulate(

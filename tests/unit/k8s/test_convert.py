@@ -149,16 +149,16 @@ def test_pod_namespace_argument_overrides_metadata() -> None:
         ({"scheduling.x-k8s.io/pod-group": "g"}, {}, GangRef("g", "scheduling.x-k8s.io"), ""),
         ({"pod-group.scheduling.sigs.k8s.io": "g"}, {}, GangRef("g", "scheduling.sigs.k8s.io"), ""),
         ({}, {"scheduling.k8s.io/group-name": "g"}, GangRef("g", "scheduling.volcano.sh"), ""),
-        # first match wins
+        # declarations naming the same group: the first API wins
         (
-            {"scheduling.x-k8s.io/pod-group": "new", "pod-group.scheduling.sigs.k8s.io": "old"},
-            {"scheduling.k8s.io/group-name": "vc"},
-            GangRef("new", "scheduling.x-k8s.io"),
+            {"scheduling.x-k8s.io/pod-group": "g", "pod-group.scheduling.sigs.k8s.io": "g"},
+            {"scheduling.k8s.io/group-name": "g"},
+            GangRef("g", "scheduling.x-k8s.io"),
             "",
         ),
         (
             {"pod-group.scheduling.sigs.k8s.io": "old"},
-            {"scheduling.k8s.io/group-name": "vc"},
+            {"scheduling.k8s.io/group-name": "old"},
             GangRef("old", "scheduling.sigs.k8s.io"),
             "",
         ),
@@ -555,8 +555,9 @@ def test_timing(annotations: dict[str, str], expected: Timing) -> None:
 def test_spec_from_dict_dispatches_on_kind() -> None:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}
     assert spec_from_dict(node, NO_CLASSES) == node_from_dict(node)
-    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
-    assert error_of(spec_from_dict, bad, NO_CLASSES).startswith("Deployment default/d: kind: ")
+    bad = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}}
+    # an unknown kind's scope is unknown: no namespace is invented for it
+    assert error_of(spec_from_dict, bad, NO_CLASSES).startswith("DaemonSet d: kind: ")
 
 
 # --- errors name the object and the field -------------------------------------------------------

@@ -224,16 +224,15 @@ ANN = "metadata.annotations"
 BAD: list[tuple[str, str]] = [
     # kinds and identity
     (
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
-        "Deployment default/d: kind: unknown kind/apiVersion: kind Deployment in apiVersion "
-        "apps/v1 (supported kinds: Job, Namespace, Node, Pod, PodGroup, PriorityClass, "
-        "ResourceQuota)",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n",
+        "document 1: DaemonSet d: kind: unknown kind/apiVersion: kind DaemonSet in apiVersion "
+        "apps/v1 (supported kinds: ClusterQueue (kueue.x-k8s.io/v1beta1), ",
     ),
     (
-        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n",
-        "Job default/j: apiVersion: unknown kind/apiVersion: kind Job in apiVersion "
-        "batch.volcano.sh/v1alpha1 "
-        "(supported apiVersion for Job: batch/v1)",
+        "apiVersion: batch.volcano.sh/v1\nkind: Job\nmetadata: {name: j}\n",
+        "document 1: Job default/j: apiVersion: unknown kind/apiVersion: kind Job in apiVersion "
+        "batch.volcano.sh/v1 "
+        "(supported apiVersion for Job: batch.volcano.sh/v1alpha1, batch/v1)",
     ),
     (
         "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\n"
@@ -668,8 +667,10 @@ def test_missing_file(tmp_path: Path) -> None:
     assert str(load_error(path)) == f"{path}: file not found"
 
 
-def test_directory_is_not_a_file(tmp_path: Path) -> None:
-    assert str(load_error(tmp_path)) == f"{tmp_path}: is a directory, not a file"
+def test_a_directory_without_manifests_is_an_error(tmp_path: Path) -> None:
+    assert str(load_error(tmp_path)) == (
+        f"{tmp_path}: directory holds no *.yaml, *.yml or *.json file"
+    )
 
 
 def test_non_utf8_file(tmp_path: Path) -> None:

@@ -67,8 +67,9 @@ def test_a_pod_joins_the_gang_of_its_workload_ref() -> None:
     assert no_key.gang == GangRef(workload_gang_name("train", "workers"), WORKLOAD_GROUP)
     assert no_key.gang_key == "team/train-workers"
     assert pod_from_dict(pod(None), table).gang is None
-    labelled = pod_from_dict(pod(ref, {"scheduling.x-k8s.io/pod-group": "pg"}), table)
-    assert labelled.gang == GangRef("pg", "scheduling.x-k8s.io")
+    conflict = r"two gangs: label scheduling\.x-k8s\.io/pod-group=pg and"
+    with pytest.raises(InputError, match=conflict):
+        pod_from_dict(pod(ref, {"scheduling.x-k8s.io/pod-group": "pg"}), table)
     assert gang_field(WORKLOAD_GROUP) == "spec.workloadRef"
 
 

@@ -1,0 +1,61 @@
+"""JobSet ``jobset.x-k8s.io/v1alpha2`` → its child Jobs, as the JobSet controller makes them.
+
+Each ``spec.replicatedJobs[]`` entry (``name``, ``replicas`` default 1, ``template``: a Job
+template) yields ``replicas`` Jobs named ``JOBSET-NAME-INDEX``; the Job controller then keeps
+``parallelism`` pods of each (``JOB-INDEX``). A JobSet declares no gang by itself: its pods form
+gangs only where its templates say so (a Workload ``workloadRef``/``schedulingGroup``, a
+PodGroup label, or the pod-level declarations of Koordinator, Kueue, YuniKorn or KAI). Label
+``kueue.x-k8s.io/queue-name`` on the JobSet is recorded as its pods' queue. ``successPolicy``,
+``failurePolicy``, ``startupPolicy``, ``network`` and ``coordinator`` are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.api.errors import InputError
+from phalanx.api.specs import ControllerSpec, JobSpec
+from phalanx.k8s.apis import kueue
+from phalanx.k8s.fields import as_mapping, child, fail, get_int, get_list, get_mapping, get_str
+from phalanx.k8s.meta import describing, labels_of, name_of, namespace_of, object_label, root
+from phalanx.k8s.objects import job_spec
+from phalanx.k8s.priority import PriorityTable
+
+KIND = "JobSet"
+
+
+def jobset_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> ControllerSpec:
+    with describing(object_label(obj, KIND, namespaced=True)):
+        top = root(obj)
+        name = name_of(top)
+        namespace = namespace_of(top)
+        queue = labels_of(top).get(kueue.QUEUE_NAME, "")
+        spec = get_mapping(top, "spec", "")
+        items = get_list(spec, "replicatedJobs", "spec")
+        if not items:
+            fail("spec.replicatedJobs", "at least one replicated job is required")
+        jobs: list[JobSpec] = []
+        seen: set[str] = set()
+        for i, raw in enumerate(items):
+            path = child("spec.replicatedJobs", i)
+            item = as_mapping(raw, path)
+            rj = get_str(item, "name", path)
+            if not rj:
+                fail(child(path, "name"), "is required")
+            if rj in seen:
+                fail(child(path, "name"), f"duplicate replicated job {rj!r}")
+            seen.add(rj)
+            replicas = get_int(item, "replicas", path, minimum=0)
+            template = get_mapping(item, "template", path)
+            for index in range(1 if replicas is None else replicas):
+                job_name = f"{name}-{rj}-{index}"
+                try:
+                    jobs.append(
+                        job_spec(
+                            template, priorities, name=job_name, namespace=namespace, queue=queue
+                        )
+                    )
+                except InputError as exc:
+                    raise exc.located(field=child(path, "template")) from None
+        return ControllerSpec(KIND, namespace, name, jobs=tuple(jobs))

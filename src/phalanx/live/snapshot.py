@@ -1,0 +1,81 @@
+"""A cluster's present state as manifests: what ``phalanx simulate --from-cluster`` starts from.
+
+It lists, through the live client, what ``kubectl get nodes,pods,priorityclasses,podgroups,...
+-A -o yaml`` would print: nodes, pods, priority classes, and every gang and queue API the
+server serves (discovered, not assumed; of an API served in several versions, the newest
+listed here). The loader then reads it like any snapshot file: running pods stay on their
+nodes at t=0, pending pods are queued, finished pods are ignored. Workload controllers
+(Deployments, Volcano Jobs, ...) are not listed: their pods are.
+"""
+
+from __future__ import annotations
+
+from phalanx.live.client import KubeClient, Obj
+from phalanx.live.resources import (
+    NODES,
+    PODGROUPS,
+    PODGROUPS_SIGS,
+    PODS,
+    PRIORITY_CLASSES,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    Resource,
+)
+
+SOURCE = "--from-cluster"
+
+
+def _crd(group: str, version: str, plural: str, kind: str, namespaced: bool = True) -> Resource:
+    return Resource(group, version, plural, kind, namespaced=namespaced, custom=True)
+
+
+#: Resources listed when served, by API: each tuple lists versions newest first.
+OPTIONAL: tuple[tuple[Resource, ...], ...] = (
+    (PODGROUPS,),
+    (PODGROUPS_SIGS,),
+    (VOLCANO_PODGROUPS,),
+    (VOLCANO_QUEUES,),
+    (_crd("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup"),),
+    (_crd("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),),
+    tuple(
+        Resource("scheduling.k8s.io", v, "workloads", "Workload", namespaced=True)
+        for v in ("v1beta1", "v1alpha2", "v1alpha1")
+    ),
+    tuple(
+        Resource("scheduling.k8s.io", v, "podgroups", "PodGroup", namespaced=True)
+        for v in ("v1beta1", "v1alpha2")
+    ),
+    *(
+        tuple(_crd("kueue.x-k8s.io", v, plural, kind, namespaced) for v in ("v1beta2", "v1beta1"))
+        for plural, kind, namespaced in (
+            ("resourceflavors", "ResourceFlavor", False),
+            ("clusterqueues", "ClusterQueue", False),
+            ("localqueues", "LocalQueue", True),
+        )
+    ),
+    (_crd("scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota"),),
+)
+
+
+async def take_snapshot(client: KubeClient) -> list[tuple[str, object]]:
+    """``(source, object)`` documents of the cluster's present state, for the loader."""
+    resources = [NODES, PRIORITY_CLASSES]
+    for versions in OPTIONAL:
+        for resource in versions:
+            if await client.served(resource):
+                resources.append(resource)
+                break
+    resources.append(PODS)
+    docs: list[tuple[str, object]] = []
+    for resource in resources:
+        listing = await client.list(resource)
+        docs.extend((f"{SOURCE} {resource}", _clean(item)) for item in listing.items)
+    return docs
+
+
+def _clean(obj: Obj) -> Obj:
+    """Drop what only the server keeps (it is never read and bloats error context)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj

@@ -1,0 +1,65 @@
+"""`phalanx simulate --from-cluster`: the snapshot taken through the live client reproduces the
+cluster's running pods (on their nodes at t=0), queues its pending ones and skips finished
+ones, with the gang APIs the server serves."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from apiserver.harness import connected
+from test_live_serve import NS, node, pod, podgroup
+
+from phalanx.cli.main import main
+
+
+def run_cli(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def phase(obj: dict[str, Any], value: str) -> dict[str, Any]:
+    obj["status"] = {"phase": value}
+    return obj
+
+
+async def test_a_snapshot_from_the_cluster_reproduces_its_running_pods(tmp_path: Path) -> None:
+    async with connected() as (server, _client):
+        for name in ("node-a", "node-b"):
+            server.put("v1", "nodes", node(name))
+        running = pod("serving", gpus=4, scheduler="default-scheduler", node_name="node-a")
+        server.put("v1", "pods", phase(running, "Running"))
+        server.put("v1", "pods", phase(pod("done", gpus=4, node_name="node-b"), "Succeeded"))
+        server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup("train", 2))
+        for i in range(2):
+            server.put("v1", "pods", phase(pod(f"train-{i}", group="train", gpus=2), "Pending"))
+        kubeconfig = server.kubeconfig(tmp_path / "config")
+        events = tmp_path / "events.jsonl"
+        argv = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig)]
+        argv += ["-o", "json", "--events", str(events)]
+        code, out, err = await asyncio.to_thread(run_cli, argv)
+    assert code == 0, err
+    result = json.loads(out)
+    gangs = {g["name"]: g for g in result["gangs"]}
+    assert set(gangs) == {"serving", "train"}  # the finished pod holds nothing
+    assert gangs["train"]["min_member"] == 2 and gangs["train"]["start"] == 0
+    binds = [json.loads(line) for line in events.read_text().splitlines()]
+    binds = [(e["t"], e["pod"], e["node"]) for e in binds if e["type"] == "bind"]
+    assert binds[0] == (0.0, f"{NS}/serving", "node-a")  # where it runs, before any cycle
+    assert {b[2] for b in binds[1:]} == {"node-b"}  # node-a is full: the gang goes to node-b
+
+
+async def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
+    async with connected() as (server, _client):
+        kubeconfig = server.kubeconfig(tmp_path / "config")
+    argv = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig)]
+    code, _, err = await asyncio.to_thread(run_cli, argv)
+    assert code == 2
+    assert err.startswith("phalanx: error: --from-cluster: cannot take the cluster's snapshot")
+    assert err.count("\n") == 1
