@@ -274,6 +274,8 @@ class EngineMachine(RuleBasedStateMachine):
         for gang in self.state.gangs.values():
             placed = [p for p in gang.members if p.status in PLACED_OUTSIDE_CYCLE]
             assert gang.placed == len(placed), gang.key
+            pending = sum(p.status is PodStatus.PENDING for p in gang.members)
+            assert gang.waiting_members == pending, gang.key
             by_role = Counter(p.spec.role for p in placed)
             assert gang.placed_by_role == by_role, gang.key
             if gang.implicit or not placed or gang.ident in self.damaged:

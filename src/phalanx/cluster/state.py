@@ -370,10 +370,10 @@ class ClusterState:
 
     def _refresh_waiting(self, gang: GangInfo) -> None:
         if gang.ident in self.blocked:
-            if not any(p.status is PodStatus.PENDING for p in gang.members):
+            if not gang.waiting_members:
                 del self.blocked[gang.ident]
             return
-        if any(p.status is PodStatus.PENDING for p in gang.members):
+        if gang.waiting_members:
             self.waiting.setdefault(gang.ident, gang)
         else:
             self.waiting.pop(gang.ident, None)

@@ -81,6 +81,7 @@ class GangInfo:
     placed: int = 0
     pipelined: int = 0
     placed_by_role: Counter[str] = field(default_factory=Counter)
+    waiting_members: int = 0  # members in status PENDING (kept by add/remove/move)
     invalid: str | None = None
     #: (reason, message) while something outside the gang holds it back (e.g. its queue)
     hold: tuple[str, str] | None = None
@@ -123,6 +124,7 @@ class GangInfo:
 
     def add(self, pod: PodInfo) -> None:
         self.members.append(pod)
+        self.waiting_members += pod.status is PodStatus.PENDING
         if pod.status in PLACED:
             self.placed += 1
             self.placed_by_role[pod.spec.role] += 1
@@ -133,6 +135,7 @@ class GangInfo:
             self.placed -= 1
             self.placed_by_role[pod.spec.role] -= 1
         self.pipelined -= pod.status is PodStatus.PIPELINED
+        self.waiting_members -= pod.status is PodStatus.PENDING
         self.members.remove(pod)
 
     def move(self, pod: PodInfo, status: PodStatus) -> None:
@@ -143,6 +146,7 @@ class GangInfo:
             self.placed += delta
             self.placed_by_role[pod.spec.role] += delta
         self.pipelined += (status is PodStatus.PIPELINED) - (pod.status is PodStatus.PIPELINED)
+        self.waiting_members += (status is PodStatus.PENDING) - (pod.status is PodStatus.PENDING)
         pod.status = status
 
     def pending(self) -> list[PodInfo]:
