@@ -25,7 +25,8 @@ def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str
     assert doc["workload"] == DEADLOCK and doc["seed"] == 4
     assert list(doc["policies"]) == list(POLICIES)  # default: all, in registry order
     for metrics in doc["policies"].values():
-        assert list(metrics) == list(METRICS)
+        assert list(metrics) == [*METRICS, "gangs_in_one_domain", "mean_domains_per_gang"]
+        assert metrics["gangs_in_one_domain"] == {}  # no topology declared
     kube, gang = doc["policies"]["kube-default"], doc["policies"]["phalanx"]
     assert kube["deadlocked"] == 2 and kube["completed"] == 0 and kube["jct_mean"] is None
     assert kube["gpu_util"] == 0.0 and kube["gpu_alloc_ratio"] > 0

@@ -135,6 +135,8 @@ def test_cluster_role_grants_exactly_the_verbs_used(docs: list[dict[str, Any]]) 
     expected |= {(g, "podgroups", v) for g in POD_GROUP_GROUPS for v in read}
     expected |= {(g, "podgroups/status", "patch") for g in POD_GROUP_GROUPS}
     expected |= {("scheduling.volcano.sh", "queues", v) for v in read}
+    expected |= {(g, "topologies", v) for g in ("kueue.x-k8s.io", "kai.scheduler") for v in read}
+    expected |= {("topology.volcano.sh", "hypernodes", v) for v in read}
     assert triples(one(docs, "ClusterRole")["rules"]) == expected
     binding = one(docs, "ClusterRoleBinding")
     assert binding["roleRef"]["name"] == one(docs, "ClusterRole")["metadata"]["name"]

@@ -2,9 +2,10 @@
 
 For each unit (a gang's pending pods, or one pod for gang-unaware policies), in the order the
 plugins give: skip it with a reason if it is not valid; otherwise open a Statement and place
-its pods one by one on the best feasible node. Stop early once the gang's minimum can no
-longer be reached. Commit if the plugins say the gang is ready, else discard — the snapshot is
-then exactly as before — and record why the gang waits.
+its pods one by one on the best feasible node — inside the nodes a placement plugin allows
+(topology: one attempt per candidate domain, see ``framework.plugin.Placements``). Stop
+early once the gang's minimum can no longer be reached. Commit if the plugins say the gang is
+ready, else discard — the snapshot is then exactly as before — and record why it waits.
 
 A unit that cannot fit never blocks the units behind it. Within one allocate pass resources
 only shrink, so when a gang fails, every later gang with the same pending pod shapes and no
@@ -13,8 +14,11 @@ more room to spare fails too; those are skipped without another placement attemp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.explain import needs, progress
+from phalanx.framework.plugin import Placements, PodChoice
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Statement
 from phalanx.framework.unit import Unit
@@ -37,9 +41,10 @@ class Allocate:
             unit.gang.attempted = session.state.version
             if signature not in failed:
                 session.result.attempts += 1
-                if self._place(session, unit):
+                placements = session.placements(unit)
+                if self._place(session, unit, placements):
                     continue
-                failed[signature] = needs(session, unit)
+                failed[signature] = placements.why or needs(session, unit)
             session.wait(unit.gang, "NotEnoughResources", progress(unit) + failed[signature])
             self._block(session, unit)
 
@@ -55,13 +60,23 @@ class Allocate:
             return
         session.result.blocked.append(gang)
 
-    def _place(self, session: Session, unit: Unit) -> bool:
+    def _place(self, session: Session, unit: Unit, placements: Placements) -> bool:
+        where = placements.where
+        return any(
+            self._attempt(session, unit, attempt(), where[i] if i < len(where) else "")
+            for i, attempt in enumerate(placements.attempts)
+        )
+
+    def _attempt(
+        self, session: Session, unit: Unit, choices: Iterator[PodChoice], where: str
+    ) -> bool:
         stmt = session.statement()
         gang = unit.gang
         spare = len(unit.pods) + gang.placed - gang.min_member  # pods that may fail
         misses = 0
-        for pod in unit.pods:
-            node = session.select_node(pod)
+        for choice in choices:
+            pod = choice[0]
+            node = session.select_within(choice)
             if node is None:
                 misses += 1
                 if misses > spare and not gang.implicit and not gang.ready():
@@ -70,7 +85,7 @@ class Allocate:
             stmt.allocate(pod, node)
         if len(stmt) and session.ready(unit):
             stmt.commit()
-            session.placed(gang)
+            session.placed(gang, where)
             return True
         return _give_up(stmt)
 
@@ -89,8 +104,11 @@ def _signature(unit: Unit) -> Signature:
         )
     )
     shapes = tuple(sorted((_shape(pod) for pod in unit.pods), key=lambda s: (s[0], s[2], s[3])))
-    return (gang.min_member - gang.placed, gang.ready(), roles, shapes)
+    spec = gang.spec
+    topology = None if spec is None else (spec.topology, tuple(sorted(spec.role_topology.items())))
+    return (gang.min_member - gang.placed, gang.ready(), roles, shapes, topology)
 
 
-def _shape(pod: PodInfo) -> tuple[bytes, object, str, str]:
-    return (pod.request.tobytes(), pod.spec.placement, pod.spec.role, pod.invalid or "")
+def _shape(pod: PodInfo) -> tuple[bytes, object, str, str, object]:
+    spec = pod.spec
+    return (pod.request.tobytes(), spec.placement, spec.role, pod.invalid or "", spec.topology)

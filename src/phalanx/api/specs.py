@@ -93,6 +93,28 @@ class GangRef:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyConstraint:
+    """Where a gang (or one of its roles) must or should be, as topology levels.
+
+    A level is named as its declaration names it: a node label key (Kueue, KAI, the Workload
+    API), ``tier:N`` (Volcano ``highestTierAllowed``) or a HyperNode ``tierName``; ``topology``
+    names the topology object when there are several (KAI). ``required``: every pod inside one
+    domain of that level, or wait. ``preferred``: as few domains of that level as possible,
+    then of the levels above. ``slice_level``/``slice_size``: each run of ``slice_size`` pods
+    in one domain of ``slice_level`` (Kueue's podset slices).
+    """
+
+    required: str = ""
+    preferred: str = ""
+    topology: str = ""
+    slice_level: str = ""
+    slice_size: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.required or self.preferred or self.slice_level)
+
+
+@dataclass(frozen=True, slots=True)
 class PodSpec:
     namespace: str
     name: str
@@ -116,6 +138,7 @@ class PodSpec:
     #: Workload API ``spec.workloadRef``: (workload, pod group, replica key); the loader turns
     #: it into the gang ``gang`` names (or none, for a ``basic`` pod group)
     workload_ref: tuple[str, str, str] | None = None
+    topology: TopologyConstraint | None = None  # its pod set's constraint (Kueue annotations)
 
     @property
     def key(self) -> str:
@@ -143,6 +166,8 @@ class GangSpec:
     #: Gang-scheduling groups whose minimums count against this gang too (Koordinator
     #: ``gang.scheduling.koordinator.sh/groups``); informational, the gang already merges them.
     groups: tuple[str, ...] = ()
+    topology: TopologyConstraint | None = None  # the whole gang's constraint
+    role_topology: dict[str, TopologyConstraint] = field(default_factory=dict)  # per role
 
     @property
     def key(self) -> str:

@@ -21,6 +21,7 @@ from phalanx.api.specs import (
     QueueSpec,
     QuotaSpec,
 )
+from phalanx.api.topology import HyperNodeSpec, TopologySpec
 
 Spec = (
     NodeSpec
@@ -32,6 +33,8 @@ Spec = (
     | NamespaceSpec
     | ControllerSpec
     | QueueSpec
+    | TopologySpec
+    | HyperNodeSpec
 )
 S = TypeVar(
     "S",
@@ -44,6 +47,8 @@ S = TypeVar(
     NamespaceSpec,
     ControllerSpec,
     QueueSpec,
+    TopologySpec,
+    HyperNodeSpec,
 )
 
 

@@ -73,6 +73,7 @@ async def run_explain(args: argparse.Namespace) -> list[GangReport]:
             scheduler_name=args.scheduler_name or settings.scheduler_name,
             policy=settings.policy,
             scorers=settings.scoring,
+            topology=settings.topology,
         )
 
 

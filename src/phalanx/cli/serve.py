@@ -229,6 +229,7 @@ class ServeRunner:
             bind_concurrency=s.bind_concurrency,
             backoff=self.backoff,
             recovery=s.recovery,
+            topology=s.topology,
         )
         self.scheduler = scheduler
         try:

@@ -161,15 +161,21 @@ class NodeTable:
 
     def capacity_for(self, request: Vector, mask: Mask) -> int:
         """How many pods of shape ``request`` fit, in total, on the nodes of ``mask``."""
+        return int(self.capacity_per_node(request, mask).sum())
+
+    def capacity_per_node(self, request: Vector, mask: Mask) -> Matrix:
+        """How many pods of shape ``request`` fit on each node of ``mask`` (0 elsewhere)."""
         cols = np.flatnonzero(request)
+        per_node = np.zeros(len(self), dtype=np.int64)
         if cols.size == 0:
-            return 0
+            return per_node
         free = self.allocatable[mask][:, cols] - self.requested[mask][:, cols]
-        per_node = np.min(np.maximum(free, 0) // request[cols], axis=1)
+        inside = np.min(np.maximum(free, 0) // request[cols], axis=1)
         gpu = int(request[self.gpu_col])
         if gpu:
-            per_node = np.minimum(per_node, devices.capacity(self.gpu_free[mask], gpu))
-        return int(per_node.sum())
+            inside = np.minimum(inside, devices.capacity(self.gpu_free[mask], gpu))
+        per_node[mask] = inside
+        return per_node
 
     def pick_gpus(self, node: int, request: Vector) -> tuple[int, ...]:
         """The devices a pod with ``request`` would take on ``node`` (best fit)."""

@@ -50,6 +50,7 @@ from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
 from phalanx.cluster import devices
 from phalanx.cluster.nodes import TOMBSTONE, NodeTable
 from phalanx.cluster.resources import ResourceIndex
+from phalanx.cluster.topology import TopologySource
 from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 
 
@@ -114,6 +115,7 @@ class ClusterState:
                 del self._unoffered[key]
                 pod.invalid = devices.invalid(int(pod.request[self.table.gpu_col]))
                 self.unblock(pod.gang)
+        self.topology = TopologySource()  # set by the runner from Topology/HyperNode objects
 
     # -- objects appear ------------------------------------------------------------------
     def add_gang(self, spec: GangSpec, now: float) -> GangInfo:

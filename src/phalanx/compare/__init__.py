@@ -32,8 +32,18 @@ def metrics_of(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, 
 def comparison_json(
     workload: str, seed: int, results: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """``{"workload", "seed", "policies": {NAME: {metric: value}}}`` (seconds, percent)."""
-    return {"workload": workload, "seed": seed, "policies": metrics_of(results)}
+    """``{"workload", "seed", "policies": {NAME: {metric: value}}}`` (seconds, percent); each
+    policy also carries ``gangs_in_one_domain`` and ``mean_domains_per_gang`` per topology
+    level (empty without a topology)."""
+    policies: dict[str, dict[str, Any]] = {}
+    for name, metrics in metrics_of(results).items():
+        run = results[name]
+        policies[name] = {
+            **metrics,
+            "gangs_in_one_domain": run.get("gangs_in_one_domain", {}),
+            "mean_domains_per_gang": run.get("mean_domains_per_gang", {}),
+        }
+    return {"workload": workload, "seed": seed, "policies": policies}
 
 
 def html_report(

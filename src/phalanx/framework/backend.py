@@ -13,6 +13,7 @@ reservations   ``reserve`` (held, not bound)              ``reserve``
 binds          ``assume`` (holds its node at once)        ``bind`` (once per gang, in order)
 evictions      ``evict`` (releasing, still holds)         ``evict``
 placed         condition Scheduled, backoff cleared       —
+domains        named in the placed gang's condition       —
 waiting        the gang's condition                       ``write_status``
 timeouts       ``timed_out``                              ``timed_out``
 retry_at       backoff end (``failures``: how many more)  ``wake_at``
@@ -84,7 +85,9 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         state.evict(pod)
         backend.evict(pod, pod.gang)
     for gang in result.placed:
-        gang.condition = Condition("Scheduled", "Scheduled", "all required members placed", now)
+        where = result.domains.get(gang.ident)
+        message = "all required members placed" + (f" in {where}" if where else "")
+        gang.condition = Condition("Scheduled", "Scheduled", message, now)
         gang.failures = 0
         gang.backoff_until = 0.0
     for ident, condition in result.waiting.items():

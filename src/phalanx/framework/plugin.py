@@ -11,7 +11,10 @@ finds them once when it is built (``hooks``). Combination rules, as in Volcano:
 - filters: node masks are ANDed; scores: weighted sum;
 - GPU devices (``choose_gpus``): the first scoring plugin that chooses them decides, so a pod
   lands on the devices it was scored for (FGD); with none, the table's best fit;
-- placements (``observe``) and session opening (``open_session``): every plugin is told.
+- placements (``observe``) and session opening (``open_session``): every plugin is told;
+- where a unit may go (``placements``): the first plugin with an opinion decides, as
+  :class:`Placements` — attempts tried in order, each giving every pod the nodes it may use
+  (topology: one attempt per candidate domain). No plugin: one attempt, anywhere.
 
 Scoring plugins are built from a :class:`BuildContext` (``SCORINGS`` in
 :mod:`phalanx.policies.registry` maps each name to a ``build(context)``): what a plugin may
@@ -21,8 +24,8 @@ value, the same in every runner.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -39,6 +42,19 @@ if TYPE_CHECKING:
     from phalanx.framework.session import Session
 
 Scores = npt.NDArray[np.float64]
+#: A pod and the node masks it may use, in order of preference (``None``: any node).
+PodChoice = tuple[PodInfo, tuple[Mask | None, ...]]
+
+
+@dataclass(slots=True)
+class Placements:
+    """Where a unit may go: ``attempts`` in order (each yields its pods lazily, so it may plan
+    a later group of pods on the room left by the earlier ones), and ``why`` none can
+    succeed (set up front, or by an attempt that gave up)."""
+
+    attempts: list[Callable[[], Iterator[PodChoice]]] = field(default_factory=list)
+    why: str = ""
+    where: list[str] = field(default_factory=list)  # each attempt's domain, for messages
 
 
 @runtime_checkable
@@ -113,6 +129,12 @@ class BuildContext:
 
 
 @runtime_checkable
+class UnitPlacement(Protocol):
+    def placements(self, unit: Unit, session: Session) -> Placements | None:
+        """Where ``unit`` may go, or None for no opinion."""
+
+
+@runtime_checkable
 class Action(Protocol):
     name: str
 
@@ -135,3 +157,4 @@ class Hooks:
         self.gpu_chooser: ChoosesGpus | None = choosers[0] if choosers else None
         self.observers = [p for p in plugins if isinstance(p, ObservesPlacements)]
         self.openers = [p for p in plugins if isinstance(p, OpensSession)]
+        self.placers = [p for p in plugins if isinstance(p, UnitPlacement)]

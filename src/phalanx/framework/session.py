@@ -22,7 +22,7 @@ import numpy as np
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
-from phalanx.framework.plugin import Hooks, Scores
+from phalanx.framework.plugin import Hooks, Placements, PodChoice, Scores
 from phalanx.framework.statement import Op, Operation, Statement
 from phalanx.framework.unit import Unit
 
@@ -51,6 +51,7 @@ class CycleResult:
     retry_at: dict[str, float] = field(default_factory=dict)  # gang ident → end of new backoff
     deferred: dict[str, float] = field(default_factory=dict)  # skipped in backoff → its end
     placed: list[GangInfo] = field(default_factory=list)  # gangs whose minimum was committed
+    domains: dict[str, str] = field(default_factory=dict)  # placed gang ident → domain chosen
     failures: Counter[str] = field(default_factory=Counter)  # backoffs started, per gang ident
     attempts: int = 0
     freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
@@ -80,6 +81,7 @@ class Session:
         self.scorers = hooks.scorers
         self.gpu_chooser = hooks.gpu_chooser
         self.observers = hooks.observers
+        self.placers = hooks.placers
         self.freed = state.freed
         self.result = CycleResult(freed=state.freed)
         self._open: list[Statement] = []
@@ -129,6 +131,23 @@ class Session:
     def ready(self, unit: Unit) -> bool:
         return all(plugin.unit_ready(unit) for plugin in self.readiness)
 
+    def placements(self, unit: Unit) -> Placements:
+        """Where ``unit`` may go: the first placement plugin's answer, else anywhere."""
+        for plugin in self.placers:
+            answer = plugin.placements(unit, self)
+            if answer is not None:
+                return answer
+        return Placements([lambda: ((pod, (None,)) for pod in unit.pods)])
+
+    def select_within(self, choice: PodChoice) -> int | None:
+        """The best node for the pod inside the first of its masks that has one."""
+        pod, masks = choice
+        for mask in masks:
+            node = self.select_node(pod, mask)
+            if node is not None:
+                return node
+        return None
+
     # -- nodes -----------------------------------------------------------------------------
     def feasible(self, pod: PodInfo) -> Mask:
         mask = np.ones(len(self.table), dtype=bool)
@@ -142,9 +161,12 @@ class Session:
             total += plugin.weight * plugin.score(self.table, pod, feasible)
         return total
 
-    def select_node(self, pod: PodInfo) -> int | None:
-        """The best feasible node for ``pod``; ties are broken by the session's seeded RNG."""
+    def select_node(self, pod: PodInfo, within: Mask | None = None) -> int | None:
+        """The best feasible node for ``pod`` (among ``within``, if given); ties are broken by
+        the session's seeded RNG."""
         feasible = self.feasible(pod)
+        if within is not None:
+            feasible &= within
         candidates = np.flatnonzero(feasible)
         if candidates.size == 0:
             return None
@@ -213,9 +235,12 @@ class Session:
             self.result.failures[gang.ident] += 1
             self.result.retry_at[gang.ident] = self.now + delay
 
-    def placed(self, gang: GangInfo) -> None:
-        """``gang``'s minimum was committed (the applier marks it Scheduled)."""
+    def placed(self, gang: GangInfo, where: str = "") -> None:
+        """``gang``'s minimum was committed (the applier marks it Scheduled); ``where``: the
+        domain a placement plugin chose, if any."""
         self.result.placed.append(gang)
+        if where:
+            self.result.domains[gang.ident] = where
 
     def close(self) -> CycleResult:
         """Undo statements left open (pipelined claims live for one cycle only)."""

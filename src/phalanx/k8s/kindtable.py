@@ -29,6 +29,13 @@ from phalanx.k8s.objects import (
 )
 from phalanx.k8s.pods import pod_from_dict
 from phalanx.k8s.priority import PriorityTable, priority_class_from_dict
+from phalanx.k8s.topology import (
+    HYPERNODE_VERSIONS,
+    KAI_TOPOLOGY_VERSIONS,
+    KUEUE_TOPOLOGY_VERSIONS,
+    hypernode_from_dict,
+    topology_from_dict,
+)
 from phalanx.k8s.workloads import (
     POD_GROUP_API_VERSIONS,
     WORKLOAD_API_VERSIONS,
@@ -91,6 +98,11 @@ KINDS: dict[tuple[str, str], Kind] = {
     ("scheduling.sigs.k8s.io/v1alpha1", "ElasticQuota"): Kind(
         True, _plain(queues.elastic_quota_from_dict)
     ),
+    **{
+        (v, "Topology"): Kind(False, _plain(topology_from_dict))
+        for v in (*KUEUE_TOPOLOGY_VERSIONS, *KAI_TOPOLOGY_VERSIONS)
+    },
+    **{(v, "HyperNode"): Kind(False, _plain(hypernode_from_dict)) for v in HYPERNODE_VERSIONS},
 }
 
 #: Kinds that are namespaced (cluster-scoped) in every API version that serves them.

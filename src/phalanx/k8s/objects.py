@@ -65,6 +65,7 @@ from phalanx.k8s.meta import (
 from phalanx.k8s.placement import taints
 from phalanx.k8s.pods import convert_pod, with_duration
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.topology import gang_topology
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 SCHEDULER_PLUGINS_GROUPS = ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io")
@@ -150,6 +151,7 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
         else:
             seconds = get_int(spec, "scheduleTimeoutSeconds", "spec", minimum=0)
             timeout = None if seconds is None else float(seconds)
+        topology, role_topology = gang_topology(pg, annotations)
         return GangSpec(
             namespace=namespace_of(pg),
             name=name,
@@ -161,6 +163,8 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
             timeout_seconds=timeout,
             min_resources=get_resources(spec, "minResources", "spec"),
             duration=duration_annotation(annotations, DURATION),
+            topology=topology,
+            role_topology=role_topology,
         )
 
 

@@ -63,6 +63,7 @@ from phalanx.k8s.meta import (
 )
 from phalanx.k8s.placement import placement_from
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.topology import pod_topology
 from phalanx.k8s.workloads import WORKLOAD_GROUP, scheduling_group, workload_ref
 
 #: How a pod names its gang, first match wins: (metadata map, key, API group of the PodGroup).
@@ -316,6 +317,7 @@ def convert_pod(
             and gang.name == ref.gang_name
             else None
         ),
+        topology=pod_topology(annotations),
     )
 
 

@@ -39,6 +39,7 @@ from phalanx.k8s.fields import (
     get_str,
 )
 from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
+from phalanx.k8s.topology import gang_topology
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
 WORKLOAD_API_VERSIONS = (
@@ -170,7 +171,14 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> GangSpec | BasicGroup:
         min_count = _policy(spec.get("schedulingPolicy"), "spec.schedulingPolicy")
         if min_count is None:
             return BasicGroup(namespace, name)
-        return GangSpec(namespace=namespace, name=name, min_member=min_count, api=WORKLOAD_GROUP)
+        topology, _ = gang_topology(pg, {})  # spec.schedulingConstraints.topology
+        return GangSpec(
+            namespace=namespace,
+            name=name,
+            min_member=min_count,
+            api=WORKLOAD_GROUP,
+            topology=topology,
+        )
 
 
 def scheduling_group(spec: Obj, path: str = "spec") -> str | None:

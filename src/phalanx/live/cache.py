@@ -33,19 +33,23 @@ Rules:
   does not exist or is ``Closed``/``Closing``, as Volcano holds them — checked only when the
   Queue API is served (no Volcano installed: queue names are not checked).
 - The :class:`ResourceIndex` covers every resource name any node offers or any pod requests.
+- Kueue/KAI ``Topology`` and Volcano ``HyperNode`` objects become the state's topology
+  (docs/topology.md); a malformed one is skipped like any other object.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar, cast
 
 from phalanx.api.errors import InputError
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
+from phalanx.api.topology import TopologySpec
+from phalanx.cluster import topology
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo, PodInfo
@@ -61,6 +65,7 @@ from phalanx.k8s import (
     workload_ref,
 )
 from phalanx.k8s.objects import VOLCANO_GROUP
+from phalanx.k8s.topology import hypernode_from_dict, topology_from_dict
 from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 
 logger = logging.getLogger(__name__)
@@ -180,8 +185,14 @@ def queue_hold(name: str, queues: dict[str, Obj]) -> tuple[str, str] | None:
 class ClusterCache:
     """Builds per-cycle snapshots and keeps the assume cache between cycles."""
 
-    def __init__(self, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> None:
+    def __init__(
+        self, scheduler_name: str = DEFAULT_SCHEDULER_NAME, topology: Sequence[str] = ()
+    ) -> None:
         self.scheduler_name = scheduler_name
+        #: the settings' topology, after any Topology object the cluster declares
+        self.settings_topology = (
+            [TopologySpec("settings", tuple(topology), "settings")] if topology else []
+        )
         self.assumed: dict[str, Assumption] = {}
         #: (kind, key, resourceVersion) of objects already warned about.
         self._warned: set[tuple[str, str, str]] = set()
@@ -249,6 +260,8 @@ class ClusterCache:
         volcano_podgroups: Iterable[Obj] = (),
         workloads: Iterable[Obj] = (),
         volcano_queues: Iterable[Obj] | None = None,
+        topologies: Iterable[Obj] = (),
+        hypernodes: Iterable[Obj] = (),
         now: float,
     ) -> Snapshot:
         """A fresh state from the stores' current objects (O(objects); see the module doc).
@@ -338,6 +351,10 @@ class ClusterCache:
         for pod_spec in [b[0] for b in bound] + [p[0] for p in pending]:
             names.update(pod_spec.requests)
         state = ClusterState(node_specs, ResourceIndex(names))
+        state.topology = topology.TopologySource(
+            self._converted("Topology", topologies, topology_from_dict) + self.settings_topology,
+            self._converted("HyperNode", hypernodes, hypernode_from_dict),
+        )
         snapshot = Snapshot(state, assumed=assumed)
         queues = None if volcano_queues is None else {_key(q): q for q in volcano_queues}
         for gang in gang_specs.values():
@@ -359,6 +376,16 @@ class ClusterCache:
         self._gangs = state.gangs
         memo.end_build()
         return snapshot
+
+    def _converted(self, kind: str, objs: Iterable[Obj], convert: Callable[[Obj], T]) -> list[T]:
+        """The objects that convert (memoised); the others are skipped with a warning."""
+        specs: list[T] = []
+        for obj in objs:
+            try:
+                specs.append(self.conversions.convert(kind, obj, convert))
+            except InputError as exc:
+                self._skip(kind, obj, exc)
+        return specs
 
     def _carry_over(self, gang: GangInfo) -> None:
         """The state is rebuilt every cycle, but a gang's history is not: when it was first

@@ -31,6 +31,8 @@ from phalanx.live.resources import (
     PODGROUPS_SIGS,
     PODS,
     PRIORITY_CLASSES,
+    TOPOLOGY_RESOURCES,
+    VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
     WORKLOADS,
@@ -98,15 +100,18 @@ async def explain(
     policy: str = "phalanx",
     scorers: Sequence[Scorer] | None = None,
     now: float | None = None,
+    topology: Sequence[str] = (),
 ) -> list[GangReport]:
-    """Reports for the waiting gangs (of ``namespace``, named ``name``, when given)."""
+    """Reports for the waiting gangs (of ``namespace``, named ``name``, when given);
+    ``topology``: the settings' topology levels."""
     now = time.time() if now is None else now
     nodes = await _list(client, NODES)
     pods = await _list(client, PODS)
     classes = await _list(client, PRIORITY_CLASSES)
     groups = {r: await _list(client, r) for r in (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS)}
     workloads = await _list(client, WORKLOADS)
-    cache = ClusterCache(scheduler_name)
+    topologies = {r: await _list_served(client, r) or [] for r in TOPOLOGY_RESOURCES}
+    cache = ClusterCache(scheduler_name, topology=topology)
     snapshot = cache.build(
         nodes=nodes,
         pods=pods,
@@ -116,6 +121,10 @@ async def explain(
         workloads=workloads,
         priority_classes=classes,
         volcano_queues=await _list_served(client, VOLCANO_QUEUES),
+        topologies=[
+            o for r, objs in topologies.items() if r is not VOLCANO_HYPERNODES for o in objs
+        ],
+        hypernodes=topologies[VOLCANO_HYPERNODES],
         now=now,
     )
     state = snapshot.state

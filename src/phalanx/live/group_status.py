@@ -187,7 +187,13 @@ def volcano_conditions(current: Iterable[Any], verdict: Verdict | None, now: str
     if verdict.placed:
         updates = [
             _condition(SCHEDULED, "True", VOLCANO_READY_REASON, "", now),
-            _condition(UNSCHEDULABLE, "False", "Scheduled", "all required members placed", now),
+            _condition(
+                UNSCHEDULABLE,
+                "False",
+                "Scheduled",
+                verdict.message or "all required members placed",
+                now,
+            ),
         ]
         if not any(c.get("type") == UNSCHEDULABLE for c in existing):
             updates.pop()  # never unschedulable: nothing to clear

@@ -59,12 +59,16 @@ from phalanx.live.recovery import (
 )
 from phalanx.live.resources import (
     DEFAULT_SCHEDULER_NAME,
+    KAI_TOPOLOGIES,
+    KUEUE_TOPOLOGIES,
     NODES,
     PODGROUP_RESOURCES,
     PODGROUPS,
     PODGROUPS_SIGS,
     PODS,
     PRIORITY_CLASSES,
+    TOPOLOGY_RESOURCES,
+    VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
     WORKLOADS,
@@ -112,16 +116,18 @@ class LiveScheduler:
         recovery: RecoveryConfig | None = None,
         write_status: bool = True,
         recheck_missing: float | None = 60.0,
+        topology: Sequence[str] = (),
     ) -> None:
         """``recheck_missing``: seconds between lists of an API the server does not serve
-        (e.g. a CRD installed after the start); None: never look again."""
+        (e.g. a CRD installed after the start); None: never look again. ``topology``: the
+        settings' topology levels (node labels, top first)."""
         self.client = client
         self.scheduler_name = scheduler_name
         self.scheduler = Scheduler(get_policy(policy), seed=seed, scorers=scorers, actions=actions)
         self.scheduler.config = dataclasses.replace(
             self.scheduler.config, scheduler_names=frozenset({scheduler_name})
         )
-        self.cache = ClusterCache(scheduler_name)
+        self.cache = ClusterCache(scheduler_name, topology=topology)
         self.bind_concurrency = bind_concurrency
         self.informers: dict[Resource, Informer] = {
             resource: Informer(
@@ -140,6 +146,7 @@ class LiveScheduler:
                 VOLCANO_QUEUES,
                 WORKLOADS,
                 PRIORITY_CLASSES,
+                *TOPOLOGY_RESOURCES,
             )
         }
         self.recovery = recovery or RecoveryConfig()
@@ -237,6 +244,8 @@ class LiveScheduler:
             volcano_queues=(
                 None if self.informers[VOLCANO_QUEUES].missing else self.objects(VOLCANO_QUEUES)
             ),
+            topologies=[*self.objects(KUEUE_TOPOLOGIES), *self.objects(KAI_TOPOLOGIES)],
+            hypernodes=self.objects(VOLCANO_HYPERNODES),
             now=now,
         )
 

@@ -60,6 +60,8 @@ def cluster_rules(evict: bool = False) -> list[Manifest]:
         _rule(_PODGROUP_GROUPS, ("podgroups",), read),
         _rule(_PODGROUP_GROUPS, ("podgroups/status",), ("patch",)),
         _rule(("scheduling.volcano.sh",), ("queues",), read),
+        _rule(("kueue.x-k8s.io", "kai.scheduler"), ("topologies",), read),
+        _rule(("topology.volcano.sh",), ("hypernodes",), read),
     ]
 
 

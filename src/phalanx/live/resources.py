@@ -123,6 +123,18 @@ WORKLOADS = Resource(
     status_subresource=True,
 )
 
+#: Topology objects (cluster-scoped CRDs; any of them may be missing): see docs/topology.md.
+KUEUE_TOPOLOGIES = Resource(
+    "kueue.x-k8s.io", "v1beta1", "topologies", "Topology", namespaced=False, custom=True
+)
+KAI_TOPOLOGIES = Resource(
+    "kai.scheduler", "v1alpha1", "topologies", "Topology", namespaced=False, custom=True
+)
+VOLCANO_HYPERNODES = Resource(
+    "topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", namespaced=False, custom=True
+)
+TOPOLOGY_RESOURCES = (KUEUE_TOPOLOGIES, KAI_TOPOLOGIES, VOLCANO_HYPERNODES)
+
 #: Every gang API phalanx understands; any of them may be missing from a cluster.
 GANG_RESOURCES = (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS, WORKLOADS)
 #: API group → its PodGroup resource (the gang APIs with a PodGroup object and status).

@@ -13,6 +13,9 @@ defaults below. Example::
       fgd: 0               # any name of the registry's SCORINGS: also random, dotproduct,
                            # gpuclustering, gpupacking, bestfit (the FGD paper's policies;
                            # per-resource weights are for binpack and spread only)
+    topology:              # node labels of the network levels, top first, for clusters
+      - example.com/block  # with no Kueue/KAI Topology or Volcano HyperNode (docs/topology.md)
+      - example.com/rack
     metricsPort: 8080      # /healthz, /readyz, /metrics; 0 turns the server off
     bindConcurrency: 16
     recovery:              # gangs whose binds fail part-way (see phalanx.live.recovery)
@@ -48,6 +51,7 @@ from typing import Any
 import yaml
 
 from phalanx.api.errors import InputError
+from phalanx.k8s.topology import topology_from_dict
 from phalanx.live.recovery import RecoveryConfig
 from phalanx.policies import ACTIONS, SCORINGS, Scorer
 
@@ -96,6 +100,8 @@ class ServeSettings:
     timeouts: Timeouts = dataclasses.field(default_factory=Timeouts)
     #: None: the policy's own scoring (binpack, weight 1).
     scoring: tuple[Scorer, ...] | None = None
+    #: Node labels of the topology levels, top first (used after any declared topology).
+    topology: tuple[str, ...] = ()
     recovery: RecoveryConfig = dataclasses.field(default_factory=RecoveryConfig)
 
     def validate(self, source: str = "") -> ServeSettings:
@@ -210,6 +216,7 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
             "timeouts",
             "scoring",
             "recovery",
+            "topology",
         },
     )
     out = ServeSettings()
@@ -265,7 +272,25 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
         changes["scoring"] = _scoring(source, top["scoring"])
     if "recovery" in top:
         changes["recovery"] = _recovery(source, top["recovery"])
+    if "topology" in top:
+        changes["topology"] = _topology(source, top["topology"])
     return dataclasses.replace(out, **changes).validate(source)
+
+
+def _topology(source: str, value: Any) -> tuple[str, ...]:
+    """Level labels, validated as a Kueue Topology's ``spec.levels`` would be."""
+    levels = _names(source, "topology", value)
+    obj = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Topology",
+        "metadata": {"name": "settings"},
+        "spec": {"levels": [{"nodeLabel": level} for level in levels]},
+    }
+    try:
+        return topology_from_dict(obj).levels
+    except InputError as exc:
+        field = exc.field.replace("spec.levels", "topology") or "topology"
+        raise InputError(exc.message, source=source, field=field) from None
 
 
 def _names(source: str, field: str, value: Any) -> tuple[str, ...]:

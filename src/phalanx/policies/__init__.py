@@ -15,6 +15,11 @@ policy documents the source semantics it follows and lists its actions in order.
   one at a time, assumed at Permit while holding resources until the group reaches
   ``minMember`` or times out (see :mod:`phalanx.actions.coscheduling`); default scoring
   (spread).
+- ``tas-greedy``: the ``phalanx`` policy with a greedy first-fit choice of network domain in
+  the manner of Kueue's original Topology-Aware Scheduling (most free domain of the
+  constraint's level first, no best fit, no level above): the baseline for topology figures.
+  ``phalanx`` chooses domains by best fit (:mod:`phalanx.plugins.topology`); ``volcano`` here
+  has no topology (Volcano's network-topology plugin is off in its default configuration).
 - ``kube-default``: the default Kubernetes scheduler — every pod placed on its own, in
   priority-then-FIFO order, spread (LeastAllocated) scoring, no idea that pods belong
   together: the behaviour that deadlocks two gangs and leaves seven of eight GPUs idle.
@@ -36,6 +41,7 @@ from phalanx.plugins.predicates import Predicates
 from phalanx.policies.registry import (
     ACTIONS,
     ORDERINGS,
+    PLACEMENTS,
     SCORINGS,
     build_actions,
     build_scoring,
@@ -44,6 +50,7 @@ from phalanx.policies.registry import (
 __all__ = [
     "ACTIONS",
     "ORDERINGS",
+    "PLACEMENTS",
     "POLICIES",
     "SCORINGS",
     "BuildContext",
@@ -78,6 +85,7 @@ class Policy:
     default_scoring: str
     actions: tuple[str, ...]  # names in the registry's ACTIONS, run in this order
     config: SessionConfig
+    placement: str = ""  # a name in the registry's PLACEMENTS, or none
 
     def plugins(
         self,
@@ -89,6 +97,8 @@ class Policy:
         replace its scoring plugin, ``scoring`` names one scoring plugin of weight 1.
         Scoring plugins are built with ``context`` (the run's seed and target workload)."""
         ordering = [ORDERINGS[name]() for name in self.orderings]
+        if self.placement:
+            ordering.append(PLACEMENTS[self.placement]())
         if scorers is None:
             chosen = scoring or self.default_scoring
             plugin = build_scoring(chosen, context or BuildContext(), "--scoring")
@@ -133,6 +143,16 @@ POLICIES: dict[str, Policy] = {
         "binpack",
         ("allocate",),
         SessionConfig(gang_units=True),
+        placement="topology",
+    ),
+    "tas-greedy": Policy(
+        "tas-greedy",
+        "phalanx with a greedy first-fit network domain (Kueue TAS's original), no best fit",
+        ("priority", "gang"),
+        "binpack",
+        ("allocate",),
+        SessionConfig(gang_units=True),
+        placement="topology-greedy",
     ),
 }
 

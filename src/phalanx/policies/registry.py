@@ -12,6 +12,8 @@ action").
   seed, FGD's target workload). Besides binpack and spread, the six placement policies of the
   FGD paper (random, dotproduct, gpuclustering, gpupacking, bestfit, fgd): ``phalanx
   packing`` resolves its policies here too.
+- ``PLACEMENTS``: plugins that say where a unit may go before nodes are scored (topology:
+  which network domain), built with no arguments.
 - ``ACTIONS``: the algorithms a cycle runs, in the order a policy lists them (Volcano's
   ``actions: "enqueue, allocate, preempt, reclaim, backfill"``); built with no arguments.
   Actions never call each other: they share the session and its Statements.
@@ -35,6 +37,7 @@ from phalanx.plugins.gpupacking import GpuPacking
 from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.priority import Priority
 from phalanx.plugins.randomscore import RandomScore
+from phalanx.plugins.topology import GreedyTopologyPlacement, TopologyPlacement
 
 ScoringFactory = Callable[[BuildContext], Score]
 
@@ -53,6 +56,11 @@ SCORINGS: dict[str, ScoringFactory] = {
     "gpupacking": GpuPacking.build,
     "bestfit": BestFit.build,
     "fgd": FGD.build,
+}
+
+PLACEMENTS: dict[str, Callable[[], object]] = {
+    "topology": TopologyPlacement,
+    "topology-greedy": GreedyTopologyPlacement,
 }
 
 ACTIONS: dict[str, Callable[[], Action]] = {

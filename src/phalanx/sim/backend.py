@@ -36,7 +36,7 @@ class SimBackend:
                 sim.meter.allocate(sim.gpu(pod), started=gang.started is not None)
             self.reserved.discard(pod.key)
             sim.state.confirm(pod.key)
-            sim.emit("bind", pod=pod, node=sim.state.table.names[node])
+            sim.emit("bind", pod=pod, node=sim.state.table.names[node], path=sim.path(node))
         if sim.options.startup_delay > 0:
             sim.queue.push(Event(sim.now + sim.options.startup_delay, Kind.RUNNING, gang))
         else:

@@ -29,6 +29,7 @@ class GangRecord:
     timed_out: bool = False
     queue: str = ""  # the queue its declaration names ("" for a lone pod naming none)
     default_duration: bool = False  # ran --default-duration, having no duration of its own
+    domains: dict[str, int] | None = None  # domains spanned per topology level, once started
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +48,7 @@ class GangRecord:
             "timed_out": self.timed_out,
             "queue": self.queue,
             "default_duration": self.default_duration,
+            "domains": self.domains,
         }
 
 
@@ -128,6 +130,18 @@ class SimResult:
     #: one line saying why no pod was placed at all ("" when some were)
     nothing_placed: str = ""
 
+    def domain_summary(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Per topology level: the percent of started multi-pod gangs inside one domain, and
+        the mean number of domains such a gang spans."""
+        spans = [g.domains for g in self.gangs if g.domains is not None and g.min_member >= 2]
+        in_one: dict[str, float] = {}
+        mean: dict[str, float] = {}
+        for level in spans[0] if spans else {}:
+            counts = [span[level] for span in spans]
+            in_one[level] = round(100 * sum(c == 1 for c in counts) / len(counts), 2)
+            mean[level] = round(sum(counts) / len(counts), 4)
+        return in_one, mean
+
     def count(self, state: str) -> int:
         return sum(gang.state == state for gang in self.gangs)
 
@@ -165,4 +179,6 @@ class SimResult:
             "rejected_pods": self.rejected,
             "scheduling_attempts": self.attempts,
             "cycles": self.cycles,
+            "gangs_in_one_domain": self.domain_summary()[0],
+            "mean_domains_per_gang": self.domain_summary()[1],
         }

@@ -26,7 +26,9 @@ from typing import Any
 
 from phalanx.api.errors import InputError
 from phalanx.api.specs import ControllerSpec, GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
+from phalanx.api.topology import HyperNodeSpec, TopologySpec
 from phalanx.api.workload import Item, Workload
+from phalanx.cluster import topology
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.framework.backend import apply
@@ -76,6 +78,9 @@ class Simulation:
         target = run_target(workload)  # FGD's target workload: the run's own pod shapes
         self.schedulers = schedulers_for(workload, options, target)
         self.scheduler = self.schedulers[-1]  # the policy under test
+        self.state.topology = topology.TopologySource(
+            list(workload.of(TopologySpec)), list(workload.of(HyperNodeSpec))
+        )
         self.gpu_columns = index.gpu_columns()
         self.quota = QuotaTracker()
         self.jobs = JobController(self._create_pod)
@@ -93,7 +98,7 @@ class Simulation:
         self.attempts = 0
         self.backend = SimBackend(self)
         for item in workload.items:
-            if isinstance(item.spec, NodeSpec):
+            if isinstance(item.spec, (NodeSpec, TopologySpec, HyperNodeSpec)):
                 continue
             self.queue.push(Event(item.timing.submit_after, Kind.ARRIVE, item))
             if item.timing.delete_after is not None:
@@ -273,6 +278,9 @@ class Simulation:
         self._queued(-1)
         self.meter.started(sum(self.gpu(p) for p in gang.members if p.status is PodStatus.BOUND))
         self.records[gang.ident].start = self.now
+        primary = self.topologies().primary
+        if primary is not None and not gang.implicit:
+            self.records[gang.ident].domains = primary.spans([p.node for p in running])
         self.emit("start", gang=gang)
         duration = self._duration(gang)
         if duration is not None:
@@ -326,6 +334,13 @@ class Simulation:
         self.waiting_count += delta
         self.queue_length.set(self.now, self.waiting_count)
 
+    def path(self, node: int) -> str | None:
+        """The node's topology path for events (None without a topology)."""
+        return self.topologies().path(node) or None
+
+    def topologies(self) -> topology.Topologies:
+        return self.state.topology.over(self.state.table.facts)
+
     def gpu(self, pod: PodInfo) -> int:
         return int(pod.request[self.gpu_columns].sum()) if self.gpu_columns else 0
 
@@ -337,6 +352,7 @@ class Simulation:
         gang: GangInfo | None = None,
         node: str | None = None,
         message: str | None = None,
+        path: str | None = None,
     ) -> None:
         if self.sink is None:
             return
@@ -351,6 +367,8 @@ class Simulation:
         }
         if message:
             event["message"] = message
+        if path:
+            event["topology"] = path
         self.sink(event)
 
     def _result(self) -> SimResult:

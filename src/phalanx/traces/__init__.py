@@ -15,6 +15,12 @@
   data needed (:mod:`.synthetic`).
 - ``tiresias[:nodes=N][,gpus_per_node=G]`` — Tiresias' 60-job sample (:mod:`.tiresias`).
 
+``synthetic`` and ``philly`` also take ``cluster=lingjun[,topology=preferred|required]
+[,level=rack|block][,min_gpus=G][,max_gpus=G]``: the same jobs on Alibaba Lingjun's 847-host
+Clos network with a topology constraint on every gang (:mod:`.lingjun`; ``synthetic`` then sizes its
+arrival rate for that cluster). ``synthetic``'s ``mix=large`` keeps Philly's gangs of 8 GPUs
+and more.
+
 Data come from :func:`trace_root` (override with ``root=``). Every problem — unknown trace,
 option or value, missing or truncated file, unknown or missing column, malformed row — is a
 one-line :class:`~phalanx.api.errors.InputError` naming the spec or file, row and column.
@@ -32,6 +38,7 @@ from pathlib import Path
 from phalanx.api.errors import InputError
 from phalanx.api.workload import Workload
 from phalanx.traces._options import Options, split_spec
+from phalanx.traces.lingjun import lingjun_nodes, on_lingjun
 from phalanx.traces.openb import OPENB_VARIANTS, openb_nodes, openb_pods, openb_workload
 from phalanx.traces.philly import philly_workload
 from phalanx.traces.sia import SIA_SETS, sia_workload
@@ -87,12 +94,38 @@ def _openb(root: Path, o: Options) -> Workload:
 
 def _philly(root: Path, o: Options) -> Workload:
     scale = o.number("scale")
-    return philly_workload(
+    workload = philly_workload(
         root / "philly",
         vc=o.text("vc"),
         nodes=o.integer("nodes"),
         jobs=o.integer("jobs"),
         scale=1.0 if scale is None else scale,
+    )
+    return _cluster(root, o, workload)
+
+
+LINGJUN = "lingjun-topology"
+CLUSTER_OPTIONS = ("cluster", "topology", "level", "min_gpus", "max_gpus")
+
+
+def _cluster(root: Path, o: Options, workload: Workload) -> Workload:
+    """The workload moved onto the cluster named by ``cluster=`` (only ``lingjun``)."""
+    cluster = o.text("cluster")
+    if cluster is None:
+        for key in CLUSTER_OPTIONS[1:]:
+            if key in o.values:
+                raise InputError("needs cluster=lingjun", source=o.spec, field=key)
+        return workload
+    if cluster != "lingjun":
+        raise InputError(f"must be lingjun, not {cluster!r}", source=o.spec, field="cluster")
+    min_gpus = o.integer("min_gpus", minimum=0)
+    return on_lingjun(
+        workload,
+        root / LINGJUN,
+        mode=o.text("topology") or "none",
+        level=o.text("level") or "rack",
+        min_gpus=0 if min_gpus is None else min_gpus,
+        max_gpus=o.integer("max_gpus"),
     )
 
 
@@ -108,11 +141,15 @@ def _sia(root: Path, o: Options) -> Workload:
     )
 
 
-def _synthetic(_root: Path, o: Options) -> Workload:
+def _synthetic(root: Path, o: Options) -> Workload:
     jobs, nodes, per_node = o.integer("jobs"), o.integer("nodes"), o.integer("gpus_per_node")
+    if o.text("cluster") == "lingjun":
+        if nodes is not None or per_node is not None:
+            raise InputError("cluster=lingjun sets the nodes", source=o.spec, field="nodes")
+        nodes = len(lingjun_nodes(_data(root) / LINGJUN))
     seed, load_, share = o.integer("seed", minimum=0), o.number("load"), o.number("share", high=1)
     per_pod, cap = o.integer("gpus_per_pod"), o.number("max_duration")
-    return synthetic_workload(
+    workload = synthetic_workload(
         mix=o.text("mix") or "philly",
         gpus_per_pod=per_pod,
         max_duration=DURATION_MAX if cap is None else cap,
@@ -123,6 +160,13 @@ def _synthetic(_root: Path, o: Options) -> Workload:
         load=0.9 if load_ is None else load_,
         share=0.0 if share is None else share,
     )
+    return _cluster(root, o, workload)
+
+
+def _data(root: Path) -> Path:
+    if not root.is_dir():
+        raise InputError(f"traces folder not found (give root= or set {ENV_VAR})", source=str(root))
+    return root
 
 
 def _tiresias(root: Path, o: Options) -> Workload:
@@ -144,7 +188,7 @@ class _Trace:
 
 _TRACES = {
     "openb": _Trace(("variant", "timed", "nodes", "pods"), "variant", _openb),
-    "philly": _Trace(("vc", "nodes", "jobs", "scale"), None, _philly),
+    "philly": _Trace(("vc", "nodes", "jobs", "scale", *CLUSTER_OPTIONS), None, _philly),
     "sia": _Trace(("set", "workload", "seed", "jobs"), "set", _sia),
     "synthetic": _Trace(
         (
@@ -157,6 +201,7 @@ _TRACES = {
             "mix",
             "gpus_per_pod",
             "max_duration",
+            *CLUSTER_OPTIONS,
         ),
         None,
         _synthetic,

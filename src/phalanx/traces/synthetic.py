@@ -34,7 +34,8 @@ Design. Job ``i`` (``i`` = 0 … ``jobs`` − 1) draws, from ``numpy.random.defa
   ``gpu_milli`` of its 3078 sharing pods (table below, ``openb_pod_list_default.csv``). openb's own
   fraction is :data:`OPENB_SHARE_FRACTION` = 3078 / 6989 1-GPU pods = 0.440.
 - **Mix** (``mix``): ``philly`` draws every size above; ``multi`` only Philly's distributed
-  jobs (2 GPUs and more, 5,622 jobs, renormalised) — the jobs gang scheduling is for.
+  jobs (2 GPUs and more, 5,622 jobs, renormalised) — the jobs gang scheduling is for;
+  ``large`` only its jobs of 8 GPUs and more (1,935 jobs) — the topology figures' gangs.
 - **Pod size** (``gpus_per_pod``, default ``gpus_per_node``): a job of ``G`` GPUs becomes pods
   of at most this many GPUs; ``1`` makes one pod per GPU, as data-parallel training with one
   worker per GPU does, so a gang spreads over nodes and gangs can interleave.
@@ -107,13 +108,15 @@ NAMESPACE = "default"
 SOURCE = "synthetic"
 
 
-#: Gang-size mixes: all of Philly's jobs, or only its distributed (multi-GPU) ones.
-MIXES = ("philly", "multi")
+#: Gang-size mixes: all of Philly's jobs, only its distributed (multi-GPU) ones, or only its
+#: gangs of 8 GPUs and more (the topology figures).
+MIXES = ("philly", "multi", "large")
+_SMALLEST = {"philly": 1, "multi": 2, "large": 8}
 
 
 def size_table(capacity_gpus: int, mix: str = "philly") -> tuple[np.ndarray, np.ndarray]:
     """Gang sizes that fit ``capacity_gpus`` and their probabilities."""
-    smallest = 2 if mix == "multi" else 1
+    smallest = _SMALLEST[mix]
     sizes = [size for size in PHILLY_GPU_COUNTS if smallest <= size <= capacity_gpus]
     counts = np.array([PHILLY_GPU_COUNTS[size] for size in sizes], dtype=np.float64)
     return np.array(sizes, dtype=np.int64), counts / counts.sum()

@@ -41,6 +41,7 @@ from phalanx.k8s.meta import (
     root,
 )
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.topology import gang_topology
 
 API = "scheduling.run.ai"
 API_VERSIONS = ("scheduling.run.ai/v2alpha2",)
@@ -83,6 +84,7 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
         min_member = 1 if minimum is None else check_int(minimum, "spec.minMember", minimum=1)
         class_name = get_str(spec, "priorityClassName", "spec")
         priority = priorities.get(class_name) if class_name else None
+        topology, role_topology = gang_topology(pg, annotations_of(pg))
         return GangSpec(
             namespace=namespace_of(pg),
             name=name,
@@ -92,6 +94,8 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
             priority=priority,
             queue=get_str(spec, "queue", "spec") or "default",
             duration=duration_annotation(annotations_of(pg), DURATION),
+            topology=topology,
+            role_topology=role_topology,
         )
 
 

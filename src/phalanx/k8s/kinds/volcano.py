@@ -47,6 +47,7 @@ from phalanx.k8s.meta import (
 )
 from phalanx.k8s.objects import VOLCANO_GROUP
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.topology import gang_topology
 
 KIND = "Job.batch.volcano.sh"
 EVENTS = frozenset(
@@ -145,6 +146,7 @@ def volcano_job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> 
             fail("spec.minAvailable", f"must not exceed the job's {total} replicas")
         class_name = get_str(spec, "priorityClassName", "spec")
         priority = priorities.resolve(class_name, "spec.priorityClassName") if class_name else None
+        topology, _ = gang_topology(top, annotations_of(top))  # spec.networkTopology
         gang = GangSpec(
             namespace=namespace,
             name=name,
@@ -154,6 +156,7 @@ def volcano_job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> 
             priority=priority,
             queue=get_str(spec, "queue", "spec") or "default",
             duration=_duration(top, tasks, job_policies),
+            topology=topology,
         )
         scheduler = get_str(spec, "schedulerName", "spec") or "volcano"
         pod_sets = []

@@ -1,0 +1,419 @@
+"""Topology-aware placement: keep a gang inside the smallest network domain that fits it.
+
+A placement plugin (:class:`~phalanx.framework.plugin.UnitPlacement`): for a gang with a
+topology constraint it returns the attempts Allocate tries in order, each giving every pod the
+nodes it may use; the scoring plugins still pick the node inside them.
+
+Sizes are counted in pods of the group's largest request (exact for the usual identical
+workers; a smaller remainder pod counts as a whole one), from each node's free room now
+(``NodeTable.capacity_per_node`` over the nodes the filters accept), summed per domain with
+one ``np.bincount``.
+
+``topology`` (best fit, phalanx's):
+
+- required level R (and preferred P below it, if any): the domains of P, then of each level up
+  to R, that fit the gang, smallest first (best fit: large domains stay whole for large gangs),
+  at most :attr:`PER_LEVEL` per level. None fits: the gang waits with the best domain named
+  (``needs 32 GPUs in one rack; best rack P10/S3 has 24 free``). Members already placed pin
+  the domain (the gang's own domain, e.g. when it grows or pods are re-created).
+- preferred level P only: the same candidates from P up to the top level, then anywhere.
+- inside a candidate wider than P, pods are spread over as few domains as possible, level by
+  level (fewest blocks, then fewest racks in them): if one sub-domain fits, the smallest that
+  does; else the largest first, and the smallest that fits the rest last.
+- per role (KAI subgroups, Kueue pod sets): after the gang's domain is chosen, each role with
+  its own constraint is planned inside it on the room the roles before it left (the attempt
+  yields pods lazily, so the plan sees the earlier roles' allocations). Kueue slices: every
+  ``slice_size`` pods in one domain of the slice level.
+
+``topology-greedy`` (the baseline, Kueue TAS's original "most free capacity" greedy): domains
+of the constraint's levels only (preferred, then required), most free first, first that
+fits; a preferred gang that fits no domain fills the most free domains of that level in turn;
+no best fit, no level in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import numpy.typing as npt
+
+from phalanx.api.specs import TopologyConstraint
+from phalanx.cluster.labels import Mask
+from phalanx.cluster.topology import Level, Topologies, Topology
+from phalanx.cluster.workloads import HOLDING, PodInfo
+from phalanx.framework.plugin import Placements, PodChoice
+from phalanx.framework.session import Session
+from phalanx.framework.unit import Unit
+
+Counts = npt.NDArray[np.int64]
+Slices = list[tuple[Mask, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    topology: Topology
+    required: int | None  # level indexes
+    preferred: int | None
+    slice_level: int | None = None
+    slice_size: int = 0
+
+
+@dataclass(slots=True)
+class Group:
+    role: str
+    pods: list[PodInfo]
+    rule: Resolved | None
+    need: int
+
+
+class TopologyPlacement:
+    name = "topology"
+    best_fit = True
+    PER_LEVEL = 3
+
+    def placements(self, unit: Unit, session: Session) -> Placements | None:
+        gang = unit.gang
+        spec = gang.spec
+        if spec is None or not (
+            spec.topology or spec.role_topology or any(p.spec.topology for p in unit.pods)
+        ):
+            return None
+        topologies = session.state.topology.over(session.table.facts)
+        raw = _raw_groups(unit)
+        outer = spec.topology
+        if outer is None and len(raw) == 1 and raw[0][2] is not None:
+            outer, raw = raw[0][2], [(raw[0][0], raw[0][1], None)]
+        if outer is None and all(c is None for _, _, c in raw):
+            return None
+        try:
+            rule = None if outer is None else _resolve(topologies, outer)
+            groups = [
+                Group(role, pods, None if c is None else _resolve(topologies, c), len(pods))
+                for role, pods, c in raw
+            ]
+        except LookupError as exc:
+            return Placements([], str(exc.args[0]))
+        _set_needs(unit, groups)
+        return _Planner(session, self.best_fit, self.PER_LEVEL).plan(unit, rule, groups)
+
+
+class GreedyTopologyPlacement(TopologyPlacement):
+    name = "topology-greedy"
+    best_fit = False
+    PER_LEVEL = 1
+
+
+# -- constraints ---------------------------------------------------------------------------
+def _raw_groups(unit: Unit) -> list[tuple[str, list[PodInfo], TopologyConstraint | None]]:
+    """The unit's pods by role, each role with its own constraint (the gang's per-role one,
+    else the one its pods carry)."""
+    spec = unit.gang.spec
+    by_role: dict[str, list[PodInfo]] = {}
+    for pod in unit.pods:
+        by_role.setdefault(pod.spec.role, []).append(pod)
+    groups = []
+    for role, pods in by_role.items():
+        constraint = spec.role_topology.get(role) if spec is not None else None
+        constraint = constraint or next((p.spec.topology for p in pods if p.spec.topology), None)
+        groups.append((role, pods, constraint))
+    groups.sort(key=lambda g: (g[2] is None, -len(g[1])))
+    return groups
+
+
+def _resolve(topologies: Topologies, constraint: TopologyConstraint) -> Resolved:
+    refs = [r for r in (constraint.required, constraint.preferred, constraint.slice_level) if r]
+    found = topologies.resolve(refs[0], constraint.topology)
+    if found is None:
+        raise LookupError(_unknown(topologies, refs[0], constraint.topology))
+    topology = found[0]
+
+    def level(ref: str) -> int | None:
+        if not ref:
+            return None
+        index = topology.find(ref)
+        if index is None:
+            raise LookupError(_unknown(topologies, ref, topology.name))
+        return index
+
+    required, preferred = level(constraint.required), level(constraint.preferred)
+    if required is not None and (preferred is None or preferred < required):
+        preferred = required
+    return Resolved(
+        topology, required, preferred, level(constraint.slice_level), constraint.slice_size
+    )
+
+
+def _unknown(topologies: Topologies, ref: str, name: str) -> str:
+    where = f"topology {name!r}" if name else "any topology"
+    known = sorted({lv.name for t in topologies.items for lv in t.levels})
+    listed = f" (levels: {', '.join(known)})" if known else " (no Topology or HyperNode declared)"
+    return f"topology level {ref!r} is not a level of {where}{listed}"
+
+
+def _set_needs(unit: Unit, groups: Sequence[Group]) -> None:
+    """Pods each group must place: all of them, unless the gang may leave some pending."""
+    gang = unit.gang
+    slack = len(unit.pods) + gang.placed - gang.min_member
+    if slack <= 0:
+        return
+    for group in groups:
+        minimum = gang.role_minimums.get(group.role)
+        if minimum is not None:
+            group.need = max(minimum - gang.placed_by_role[group.role], 0)
+        elif len(groups) == 1:
+            group.need = max(gang.min_member - gang.placed, 0)
+
+
+# -- planning ---------------------------------------------------------------------------------
+class _Planner:
+    def __init__(self, session: Session, best_fit: bool, per_level: int) -> None:
+        self.session = session
+        self.table = session.table
+        self.best_fit = best_fit
+        self.per_level = per_level
+        self.placements = Placements()
+
+    def plan(self, unit: Unit, rule: Resolved | None, groups: list[Group]) -> Placements:
+        attempts = self.placements.attempts
+        where = self.placements.where
+        if rule is None or rule.preferred is None:
+            attempts.append(partial(self._choices, rule, None, -1, groups))
+            return self.placements
+        levels = rule.topology.levels
+        top = 0 if rule.required is None else rule.required
+        lowest = rule.preferred
+        if self.best_fit:
+            reachable: Sequence[int] = range(lowest, top - 1, -1)
+        else:  # greedy: the constraint's own levels only
+            reachable = sorted({lowest, top if rule.required is not None else lowest}, reverse=True)
+        within = self._pinned(unit, rule)
+        caps = [self._capacity(group.pods, None) for group in groups]
+        placed = _placed_nodes(unit)
+        for depth in reachable:
+            level = levels[depth]
+            home = level.codes[placed]  # the gang's own domains go first (it grows there)
+            for domain in self._fitting(level, caps, groups, within, home)[: self.per_level]:
+                mask = level.members(domain)
+                mask = mask if within is None else mask & within
+                attempts.append(partial(self._choices, rule, mask, depth, groups))
+                where.append(f"{level_word(level.name)} {level.names[domain]}")
+        if rule.required is None:
+            attempts.append(partial(self._choices, rule, None, -1, groups))
+            where.append("")
+        elif not attempts:
+            self.placements.why = self._why(levels[rule.required], caps[0], groups, within)
+        return self.placements
+
+    @staticmethod
+    def _pinned(unit: Unit, rule: Resolved) -> Mask | None:
+        """The required domain the gang's members already placed are in (nothing if they
+        are in several), or None when no member is placed."""
+        nodes = _placed_nodes(unit)
+        if not nodes.size or rule.required is None:
+            return None
+        level = rule.topology.levels[rule.required]
+        used = np.unique(level.codes[nodes])
+        if used.size != 1 or used[0] < 0:
+            return np.zeros(level.codes.size, dtype=bool)
+        return level.members(int(used[0]))
+
+    def _capacity(self, pods: Sequence[PodInfo], within: Mask | None) -> Counts:
+        pod = max(pods, key=lambda p: (int(p.request[self.table.gpu_col]), int(p.request.sum())))
+        feasible = self.session.feasible(pod)
+        if within is not None:
+            feasible &= within
+        return self.table.capacity_per_node(pod.request, feasible)
+
+    def _fitting(
+        self,
+        level: Level,
+        caps: Sequence[Counts],
+        groups: Sequence[Group],
+        within: Mask | None,
+        home: npt.NDArray[np.int32] | None = None,
+    ) -> list[int]:
+        """Domains of ``level`` where every group fits, in the order to try them: ``home``
+        domains first, then by best fit (smallest first) or, greedy, most free first."""
+        ok = np.ones(len(level), dtype=bool)
+        first: Counts | None = None
+        for cap, group in zip(caps, groups, strict=True):
+            per_domain = _per_domain(level, cap, within)
+            ok &= per_domain >= max(group.need, 1)
+            first = per_domain if first is None else first
+        if first is None:
+            return []
+        ids = np.flatnonzero(ok)
+        sizes = first[ids] if self.best_fit else -first[ids]
+        away = ~np.isin(ids, home) if home is not None else np.zeros(ids.size, dtype=bool)
+        return [int(i) for i in ids[np.lexsort((ids, sizes, away))]]
+
+    def _why(self, level: Level, cap: Counts, groups: Sequence[Group], within: Mask | None) -> str:
+        word = level_word(level.name)
+        pods = [p for g in groups for p in g.pods[: max(g.need, 1)]]
+        gpu_col = self.table.gpu_col
+        gpus = sum(int(p.request[gpu_col]) for p in pods) / 1000
+        per_domain = _per_domain(level, cap, within)
+        what = f"{gpus:g} GPUs" if gpus else f"{len(pods)} pods"
+        if not len(level) or not per_domain.any():
+            return f"needs {what} in one {word}; no {word} has room"
+        best = int(np.argmax(per_domain))
+        if gpus:
+            free = self.table.allocatable[:, gpu_col] - self.table.requested[:, gpu_col]
+            usable = level.members(best) & ~self.table.facts.unschedulable
+            usable = usable if within is None else usable & within
+            room = f"{int(free[usable].sum()) / 1000:g} free"
+        else:
+            room = f"room for {int(per_domain[best])}"
+        return f"needs {what} in one {word}; best {word} {level.names[best]} has {room}"
+
+    # -- an attempt: the pods in order, with the masks they may use ----------------------------
+    def _choices(
+        self, rule: Resolved | None, outer: Mask | None, depth: int, groups: list[Group]
+    ) -> Iterator[PodChoice]:
+        for group in groups:
+            yield from self._group(group, rule, outer, depth)
+
+    def _group(
+        self, group: Group, gang_rule: Resolved | None, outer: Mask | None, depth: int
+    ) -> Iterator[PodChoice]:
+        rule = group.rule
+        if rule is None:
+            if gang_rule is None or gang_rule.preferred is None:
+                yield from self._sliced(group, gang_rule, outer)
+                return
+            rule, start = gang_rule, depth + 1
+        else:
+            chosen = self._role_domain(group, rule, outer)
+            if chosen is None:
+                yield from ((pod, (np.zeros(len(self.table), dtype=bool),)) for pod in group.pods)
+                return
+            outer, start = chosen
+        if rule.slice_level is not None:
+            yield from self._sliced(group, rule, outer)
+            return
+        assert rule.preferred is not None
+        cap = self._capacity(group.pods, outer)
+        slices = self._spread(rule.topology, cap, outer, len(group.pods), start, rule.preferred)
+        yield from _assign(group.pods, slices, outer)
+
+    def _role_domain(
+        self, group: Group, rule: Resolved, outer: Mask | None
+    ) -> tuple[Mask | None, int] | None:
+        """The domain a role with its own required level goes to (within the gang's)."""
+        if rule.required is None:
+            return outer, 0
+        level = rule.topology.levels[rule.required]
+        cap = self._capacity(group.pods, outer)
+        fitting = self._fitting(level, [cap], [group], outer)
+        if not fitting:
+            why = self._why(level, cap, [group], outer)
+            self.placements.why = f"role {group.role!r} {why}" if group.role else why
+            return None
+        mask = level.members(fitting[0])
+        return (mask if outer is None else mask & outer), rule.required + 1
+
+    def _sliced(
+        self, group: Group, rule: Resolved | None, outer: Mask | None
+    ) -> Iterator[PodChoice]:
+        if rule is None or rule.slice_level is None or rule.slice_size < 1:
+            yield from ((pod, (outer,)) for pod in group.pods)
+            return
+        level = rule.topology.levels[rule.slice_level]
+        size = rule.slice_size
+        for start in range(0, len(group.pods), size):
+            chunk = group.pods[start : start + size]
+            cap = self._capacity(chunk, outer)
+            part = Group(group.role, chunk, None, len(chunk))
+            fitting = self._fitting(level, [cap], [part], outer)
+            if not fitting:
+                self.placements.why = "a slice " + self._why(level, cap, [part], outer)
+                empty = np.zeros(len(self.table), dtype=bool)
+                yield from ((pod, (empty,)) for pod in chunk)
+                continue
+            mask = level.members(fitting[0])
+            mask = mask if outer is None else mask & outer
+            yield from ((pod, (mask,)) for pod in chunk)
+
+    def _spread(
+        self,
+        topology: Topology,
+        cap: Counts,
+        within: Mask | None,
+        count: int,
+        depth: int,
+        target: int,
+    ) -> Slices:
+        """Where ``count`` pods go inside ``within``: as few domains of each level from
+        ``depth`` down to ``target`` as possible."""
+        whole = np.ones(len(self.table), dtype=bool) if within is None else within
+        if depth > target or count <= 0:
+            return [(whole, count)]
+        if not self.best_fit:
+            depth = target
+        level = topology.levels[depth]
+        per_domain = _per_domain(level, cap, within)
+        slices: Slices = []
+        for domain, share in self._shares(per_domain, count):
+            inside = level.members(domain) & whole
+            slices += self._spread(topology, cap, inside, share, depth + 1, target)
+        placed = sum(share for _, share in slices)
+        if placed < count:
+            slices.append((whole, count - placed))
+        return slices
+
+    def _shares(self, per_domain: Counts, count: int) -> list[tuple[int, int]]:
+        ids = np.flatnonzero(per_domain > 0)
+        if not ids.size:
+            return []
+        if self.best_fit:
+            fits = ids[per_domain[ids] >= count]
+            if fits.size:
+                return [(int(fits[np.argmin(per_domain[fits])]), count)]
+        order = ids[np.lexsort((ids, -per_domain[ids]))]
+        shares: list[tuple[int, int]] = []
+        left = count
+        for position, domain in enumerate(order.tolist()):
+            if left <= 0:
+                break
+            if self.best_fit:  # the rest in the smallest domain that holds it all
+                rest = order[position:]
+                holds = rest[per_domain[rest] >= left]
+                if holds.size:
+                    shares.append((int(holds[np.argmin(per_domain[holds])]), left))
+                    break
+            take = min(int(per_domain[domain]), left)
+            shares.append((domain, take))
+            left -= take
+        return shares
+
+
+def _per_domain(level: Level, cap: Counts, within: Mask | None) -> Counts:
+    valid = level.codes >= 0
+    if within is not None:
+        valid &= within
+    counts = np.bincount(level.codes[valid], weights=cap[valid], minlength=len(level))
+    return np.asarray(counts, dtype=np.int64)
+
+
+def _placed_nodes(unit: Unit) -> npt.NDArray[np.int64]:
+    """Nodes of the gang's members that hold resources already."""
+    nodes = [p.node for p in unit.gang.members if p.status in HOLDING and p.node >= 0]
+    return np.asarray(nodes, dtype=np.int64)
+
+
+def _assign(pods: Sequence[PodInfo], slices: Slices, outer: Mask | None) -> Iterator[PodChoice]:
+    index = 0
+    for mask, count in slices:
+        for pod in pods[index : index + count]:
+            yield pod, (mask, outer)
+        index += count
+    for pod in pods[index:]:
+        yield pod, (outer,)
+
+
+def level_word(name: str) -> str:
+    """``rack`` for ``topology.phalanx.dev/rack`` (the label's name part), for messages."""
+    return name.rsplit("/", 1)[-1]
