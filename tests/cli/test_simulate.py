@@ -45,7 +45,7 @@ spec:
 
 def write(tmp_path: Path, *docs: str) -> str:
     path = tmp_path / "workload.yaml"
-    path.write_text("---".join(docs))
+    path.write_text("\n---\n".join(docs))
     return str(path)
 
 

@@ -299,7 +299,7 @@ def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
         ("scoring: {spread: {weight: 1, size: 2}}\n", "scoring.spread.size", "unknown field"),
         ("scoring: {spread: {resources: {cpu: x}}}\n", "scoring.spread.resources.cpu", "integer"),
         ("recovery: {undo: drop}\n", "recovery", "undo must be"),
-        ("recovery: {partialBindLimit: 0}\n", "recovery", "partial_bind_limit > 0"),
+        ("recovery: {partialBindLimit: 0}\n", "recovery.partialBindLimit", "must be positive"),
         ("recovery: {bindRetries: 1.5}\n", "recovery.bindRetries", "expected an integer"),
         ("recovery: {retries: 1}\n", "recovery.retries", "unknown field"),
     ],
@@ -365,7 +365,7 @@ def test_a_file_that_is_not_a_mapping_or_not_yaml_or_missing(tmp_path: Path) -> 
     with pytest.raises(InputError) as caught:
         load_settings(path)
     assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="file not found"):
         load_settings(tmp_path / "missing.yaml")
 
 

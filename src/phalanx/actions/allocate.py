@@ -7,13 +7,17 @@ its pods one by one on the best feasible node — inside the nodes a placement p
 early once the gang's minimum can no longer be reached. Commit if the plugins say the gang is
 ready, else discard — the snapshot is then exactly as before — and record why it waits.
 
-A unit that cannot fit never blocks the units behind it. Within one allocate pass resources
+A unit that cannot fit never blocks the units behind it, and neither does one whose placement
+raises (a bug, or an input no check caught): its statement is discarded, the gang waits with
+reason ``InternalError`` and the error (logged once per gang and message), and the cycle goes
+on with the next unit. Within one allocate pass resources
 only shrink, so when a gang fails, every later gang with the same pending pod shapes and no
 more room to spare fails too; those are skipped without another placement attempt.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 from phalanx.cluster.workloads import PodInfo
@@ -23,11 +27,16 @@ from phalanx.framework.session import Session
 from phalanx.framework.statement import Statement
 from phalanx.framework.unit import Unit
 
+logger = logging.getLogger(__name__)
+
 Signature = tuple[object, ...]
 
 
 class Allocate:
     name = "allocate"
+
+    def __init__(self) -> None:
+        self._logged: set[tuple[str, str]] = set()  # (gang, error) already logged
 
     def execute(self, session: Session) -> None:
         failed: dict[Signature, str] = {}
@@ -41,12 +50,23 @@ class Allocate:
             unit.gang.attempted = session.state.version
             if signature not in failed:
                 session.result.attempts += 1
-                placements = session.placements(unit)
-                if self._place(session, unit, placements):
+                try:
+                    placements = session.placements(unit)
+                    if self._place(session, unit, placements):
+                        continue
+                except Exception as exc:  # contained to this gang; the others go on
+                    self._contain(session, unit, exc)
                     continue
                 failed[signature] = placements.why or needs(session, unit)
             session.wait(unit.gang, "NotEnoughResources", progress(unit) + failed[signature])
             self._block(session, unit)
+
+    def _contain(self, session: Session, unit: Unit, exc: Exception) -> None:
+        message = f"placement failed: {type(exc).__name__}: {exc}"[:300]
+        if (unit.gang.ident, message) not in self._logged:
+            self._logged.add((unit.gang.ident, message))
+            logger.error("gang %s: %s", unit.gang.ident, message, exc_info=exc)
+        session.wait(unit.gang, "InternalError", message)
 
     @staticmethod
     def _block(session: Session, unit: Unit) -> None:
@@ -71,6 +91,17 @@ class Allocate:
         self, session: Session, unit: Unit, choices: Iterator[PodChoice], where: str
     ) -> bool:
         stmt = session.statement()
+        try:
+            return self._fill(session, unit, stmt, choices, where)
+        except Exception:
+            if not stmt.closed:
+                stmt.discard()  # the snapshot exactly as before, for the units behind
+            raise
+
+    @staticmethod
+    def _fill(
+        session: Session, unit: Unit, stmt: Statement, choices: Iterator[PodChoice], where: str
+    ) -> bool:
         gang = unit.gang
         spare = len(unit.pods) + gang.placed - gang.min_member  # pods that may fail
         misses = 0

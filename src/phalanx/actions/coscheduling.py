@@ -137,8 +137,11 @@ class Coscheduling:
     def _allow(self, session: Session, gang: GangInfo, stmt: Statement) -> None:
         """Quorum: every waiting pod of the group binds now."""
         stmt.commit()
+        # a later member of a gang already allowed this cycle must not bind the waiting ones
+        # a second time (they stay RESERVED until the backend applies the binds)
+        listed = {id(pod) for pod, _ in session.result.binds}
         for pod in gang.members:
-            if pod.status is PodStatus.RESERVED:
+            if pod.status is PodStatus.RESERVED and id(pod) not in listed:
                 session.result.binds.append((pod, pod.node))
         gang.permit_deadline = None
         self.at_permit.pop(gang.ident, None)

@@ -6,6 +6,29 @@ Every user-facing validation failure is an :class:`InputError`. Its ``str`` is o
 
 from __future__ import annotations
 
+import re
+
+#: A quoted value longer than 80 characters in a message; it is cut to 77 and "...".
+_LONG_QUOTED = re.compile(r"""'([^'\n]{77})[^'\n]{4,}'|"([^"\n]{77})[^"\n]{4,}\"""")
+
+
+def shorten(message: str) -> str:
+    """``message`` on one line with each quoted value cut to at most 80 characters."""
+    flat = " ".join(message.split())
+    return _LONG_QUOTED.sub(lambda m: f"'{m[1] or m[2]}...'", flat)
+
+
+def short_repr(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters; a container is named, not printed (it may
+    be nested thousands deep)."""
+    if isinstance(value, list | tuple | dict | set):
+        return f"a {type(value).__name__} of {len(value)}"
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to print
+        return "a number too long to print"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class InputError(ValueError):
     """A bad manifest, trace row or option, located as precisely as we can."""
@@ -18,7 +41,7 @@ class InputError(ValueError):
         obj: str = "",
         field: str = "",
     ) -> None:
-        self.message = message
+        self.message = shorten(message)
         self.source = source
         self.obj = obj
         self.field = field

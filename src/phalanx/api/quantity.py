@@ -8,6 +8,12 @@ Grammar (k8s.io/apimachinery resource.Quantity)::
 Values are kept as :class:`fractions.Fraction` until they are turned into the integer unit of a
 resource: milli-units for ``cpu`` and GPUs, whole units (bytes, counts) for everything else.
 Like Kubernetes' ``MilliValue``/``Value`` we round up, so a request never shrinks.
+
+Range: a quantity "may not represent a number greater than 2^63-1" (the ``resource.Quantity``
+contract); the scheduler reads CPU and GPUs through ``MilliValue`` and everything else through
+``Value``, both int64, which saturate past that. phalanx refuses instead of saturating: an
+amount above ``2**63 - 1`` in its integer unit (``cpu: 100P`` is 10^20 milli-CPU, ``memory:
+100E`` is 10^20 bytes) is an error, so every resource matrix stays exact in int64.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+
+from phalanx.api.errors import short_repr
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -34,6 +42,9 @@ _QUANTITY = re.compile(
     r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE](?P<exp>[+-]?\d+))?$"
 )
 
+#: The largest amount of any resource, in its integer unit (int64, as Kubernetes counts).
+MAX_UNITS = 2**63 - 1
+
 _MAX_EXPONENT = 64  # far beyond any real quantity; stops 1e999999999 from hanging
 
 #: Resources counted in thousandths: "500m" CPU is 500, one GPU is 1000.
@@ -52,7 +63,7 @@ def is_milli(name: str) -> bool:
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity given as a YAML string or number; raise ValueError when malformed."""
     if isinstance(value, bool):
-        raise ValueError(f"quantity {value!r} is not a number")
+        raise ValueError(f"quantity {short_repr(value)} is not a number")
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
@@ -60,15 +71,15 @@ def parse_quantity(value: object) -> Fraction:
             raise ValueError(f"quantity {value!r} is not finite")
         return Fraction(repr(value))
     if not isinstance(value, str):
-        raise ValueError(f"quantity {value!r} is not a string or number")
+        raise ValueError(f"quantity {short_repr(value)} is not a string or number")
     match = _QUANTITY.match(value)
     if match is None:
-        raise ValueError(f"malformed quantity {value!r}")
+        raise ValueError(f"malformed quantity {short_repr(value)}")
     number = Fraction(match["num"])
     if match["exp"] is not None:
         exponent = int(match["exp"])
         if abs(exponent) > _MAX_EXPONENT:
-            raise ValueError(f"quantity {value!r} is out of range")
+            raise ValueError(f"quantity {short_repr(value)} is out of range")
         return number * Fraction(10) ** exponent
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
@@ -80,9 +91,12 @@ def to_units(name: str, value: object) -> int:
     """The integer amount of resource ``name``: milli-units for CPU and GPUs, else whole units."""
     amount = parse_quantity(value)
     if amount < 0:
-        raise ValueError(f"negative quantity {value!r}")
-    scaled = amount * 1000 if is_milli(name) else amount
-    return math.ceil(scaled)
+        raise ValueError(f"negative quantity {short_repr(value)}")
+    scaled = math.ceil(amount * 1000 if is_milli(name) else amount)
+    if scaled > MAX_UNITS:
+        unit = " milli-units" if is_milli(name) else ""
+        raise ValueError(f"quantity {short_repr(value)} is out of range (at most 2^63-1{unit})")
+    return scaled
 
 
 def format_units(name: str, amount: int) -> str:

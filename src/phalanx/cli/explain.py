@@ -15,7 +15,7 @@ import asyncio
 import sys
 from typing import IO
 
-from phalanx.live import KubeClient, LiveError, load_config
+from phalanx.live import KubeClient, LiveError, TransportError, load_config
 from phalanx.live.explain import GangReport, explain, render
 from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
 from phalanx.live.settings import ServeSettings, load_settings
@@ -65,16 +65,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 async def run_explain(args: argparse.Namespace) -> list[GangReport]:
     settings = load_settings(args.config) if args.config else ServeSettings()
     config = load_config(args.kubeconfig)
-    async with KubeClient(config) as client:
-        return await explain(
-            client,
-            namespace=args.namespace,
-            name=args.target,
-            scheduler_name=args.scheduler_name or settings.scheduler_name,
-            policy=settings.policy,
-            scorers=settings.scoring,
-            topology=settings.topology,
-        )
+    try:
+        async with KubeClient(config, timeout=settings.timeouts.request) as client:
+            return await explain(
+                client,
+                namespace=args.namespace,
+                name=args.target,
+                scheduler_name=args.scheduler_name or settings.scheduler_name,
+                policy=settings.policy,
+                scorers=settings.scoring,
+                topology=settings.topology,
+            )
+    except TransportError as exc:
+        raise TransportError(
+            f"cannot reach the API server {config.server} ({config.source}): {exc}"
+        ) from None
 
 
 def explain_command(

@@ -13,13 +13,16 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from phalanx import __version__
-from phalanx.api.durations import format_duration, parse_duration
+from phalanx.api.durations import format_duration
 from phalanx.api.errors import InputError
+from phalanx.api.specs import JobSpec, PodSpec
+from phalanx.api.workload import Workload
 from phalanx.cli.demo import demo_table, run_demo
 from phalanx.cli.explain import add_parser as add_explain_parser
 from phalanx.cli.explain import explain_command
 from phalanx.cli.install import add_parser as add_install_parser
 from phalanx.cli.install import manifests_command
+from phalanx.cli.options import OneLineParser, non_negative, seconds, seed
 from phalanx.cli.output import run_json, run_table, table
 from phalanx.cli.packing import add_parser as add_packing_parser
 from phalanx.cli.packing import packing_command
@@ -41,14 +44,6 @@ from phalanx.report.format import run_notes, table_rows
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
 
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
 SCORING_HELP = (
     "node scoring plugin for every policy (default: the policy's own); fgd descends the "
     "fragmentation of the run's own pod shapes"
@@ -64,7 +59,7 @@ def _add_workload_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--default-duration",
-        type=_duration,
+        type=seconds,
         default=3600.0,
         metavar="DURATION",
         help="how long a gang with no phalanx.dev/duration or activeDeadlineSeconds runs "
@@ -73,11 +68,12 @@ def _add_workload_options(command: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(
+    root = OneLineParser(
         prog="phalanx", description="Gang scheduling for AI and HPC batch work on Kubernetes."
     )
     root.add_argument("--version", action="version", version=f"phalanx {__version__}")
-    commands = root.add_subparsers(dest="command", required=True)
+    commands: argparse._SubParsersAction[argparse.ArgumentParser]
+    commands = root.add_subparsers(dest="command", required=True)  # type: ignore[assignment]
     sim = commands.add_parser(
         "simulate",
         help="run the scheduler on a simulated cluster described by Kubernetes manifests",
@@ -90,19 +86,19 @@ def parser() -> argparse.ArgumentParser:
         metavar="A,B",
         help="the policy's actions in order, e.g. allocate (default: the policy's own list)",
     )
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--until", type=_duration, help="simulated horizon, e.g. 2h")
+    sim.add_argument("--seed", type=seed, default=0)
+    sim.add_argument("--until", type=seconds, help="simulated horizon, e.g. 2h")
     sim.add_argument("--events", metavar="PATH", help="write the event log as JSON Lines")
     sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
     sim.add_argument("--scoring", choices=list(SCORINGS), help=SCORING_HELP)
     sim.add_argument(
         "--price",
-        type=float,
+        type=non_negative,
         default=DEFAULT_GPU_HOUR_PRICE,
         help="dollars per GPU-hour for the idle cost (default %(default)s)",
     )
     sim.add_argument(
-        "--startup-delay", type=_duration, default=0.0, help="time from bind to running (default 0)"
+        "--startup-delay", type=seconds, default=0.0, help="time from bind to running (default 0)"
     )
     _add_workload_options(sim)
     sim.add_argument(
@@ -129,9 +125,9 @@ def parser() -> argparse.ArgumentParser:
         default=",".join(POLICIES),
         help="comma-separated policies, in table order (default: %(default)s)",
     )
-    cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--seed", type=seed, default=0)
     cmp.add_argument("--scoring", choices=list(SCORINGS), help=SCORING_HELP)
-    cmp.add_argument("--until", type=_duration, help="simulated horizon, e.g. 2h")
+    cmp.add_argument("--until", type=seconds, help="simulated horizon, e.g. 2h")
     cmp.add_argument("--report", metavar="PATH", help="write a self-contained HTML report")
     cmp.add_argument("-o", "--output", choices=("table", "json"), default="table")
     cmp.add_argument(
@@ -180,6 +176,23 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+#: Above this many pods, ``simulate`` says on stderr how big the run is before it starts.
+LARGE_RUN_PODS = 100_000
+
+
+def announce_size(workload: Workload, err: IO[str] | None = None) -> None:
+    """One line on stderr for a run with more than :data:`LARGE_RUN_PODS` pods: what is
+    coming, and how to stop it."""
+    pods = sum(1 for _ in workload.of(PodSpec)) + sum(
+        max(job.parallelism, job.completions or 0) for job in workload.of(JobSpec)
+    )
+    if pods > LARGE_RUN_PODS:
+        print(
+            f"phalanx: simulating {pods:,} pods; this may take a while (Ctrl-C stops it)",
+            file=err or sys.stderr,
+        )
+
+
 def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
     if not args.files and not args.from_cluster:
         runs = run_demo(seed=args.seed)
@@ -195,6 +208,7 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         workload = load_documents(docs, seed=args.seed)
     else:
         workload = load_files(args.files, seed=args.seed)
+    announce_size(workload)
     options = SimOptions(
         policy=args.policy,
         seed=args.seed,
@@ -244,11 +258,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in err.lines():
             print(f"phalanx: error: {line}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: stopped as asked, one line and no traceback
+        print("phalanx: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
         sys.stderr.close()
         return 0
     except OSError as err:
-        print(f"phalanx: error: {err.filename or ''}: {err.strerror}", file=sys.stderr)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"phalanx: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     return 0
 

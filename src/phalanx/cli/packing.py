@@ -12,6 +12,7 @@ import json
 from typing import IO
 
 from phalanx.api.errors import InputError
+from phalanx.cli.options import seed
 from phalanx.cli.output import table
 from phalanx.packing import POLICIES, run_packing
 from phalanx.packing.data import check_variant
@@ -41,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
             f"{', '.join(s for s in SCORINGS if s not in POLICIES)} (default: %(default)s)"
         ),
     )
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seed", type=seed, default=42)
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 

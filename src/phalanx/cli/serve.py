@@ -32,43 +32,18 @@ import sys
 from typing import IO
 
 from phalanx.api.errors import InputError
+from phalanx.cli.options import integer, positive
 from phalanx.live import Backoff, ClusterConfig, KubeClient, LiveError, load_config
 from phalanx.live.health import HealthServer, InstrumentedScheduler, Metrics
 from phalanx.live.leader import LeaderElector
 from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
-from phalanx.live.settings import POLICIES, ServeSettings, load_settings
+from phalanx.live.settings import MAX_CONCURRENCY, POLICIES, ServeSettings, load_settings
 
 logger = logging.getLogger(__name__)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError("must be between 0 and 65535")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+_port = integer(0, 65535, "a port")
+_count = integer(1, MAX_CONCURRENCY)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,7 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--period",
-        type=_positive,
+        type=positive,
         metavar="SECONDS",
         help="run a cycle at least this often (default: 1)",
     )
@@ -110,9 +85,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="NS",
         help="the Lease's namespace (default: $POD_NAMESPACE, else the config's)",
     )
-    parser.add_argument("--lease-duration", type=_positive, metavar="SECONDS", help="default: 15")
-    parser.add_argument("--renew-deadline", type=_positive, metavar="SECONDS", help="default: 10")
-    parser.add_argument("--retry-period", type=_positive, metavar="SECONDS", help="default: 2")
+    parser.add_argument("--lease-duration", type=positive, metavar="SECONDS", help="default: 15")
+    parser.add_argument("--renew-deadline", type=positive, metavar="SECONDS", help="default: 10")
+    parser.add_argument("--retry-period", type=positive, metavar="SECONDS", help="default: 2")
     parser.add_argument(
         "--metrics-port",
         type=_port,
@@ -120,13 +95,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="/healthz, /readyz and /metrics on this port; 0 = off (default: 8080)",
     )
     parser.add_argument(
+        "--metrics-address",
+        metavar="IP",
+        help="the address the metrics/health server listens on (default: 0.0.0.0, every one)",
+    )
+    parser.add_argument(
         "--bind-concurrency",
         type=_count,
         metavar="N",
         help="bind requests in flight at most (default: 16)",
     )
-    parser.add_argument("--request-timeout", type=_positive, metavar="SECONDS", help="default: 10")
-    parser.add_argument("--shutdown-timeout", type=_positive, metavar="SECONDS", help="default: 10")
+    parser.add_argument("--request-timeout", type=positive, metavar="SECONDS", help="default: 10")
+    parser.add_argument("--shutdown-timeout", type=positive, metavar="SECONDS", help="default: 10")
 
 
 def resolve_settings(args: argparse.Namespace) -> ServeSettings:
@@ -139,7 +119,14 @@ def resolve_settings(args: argparse.Namespace) -> ServeSettings:
 
     top = {
         attr: flag(attr)
-        for attr in ("scheduler_name", "period", "policy", "metrics_port", "bind_concurrency")
+        for attr in (
+            "scheduler_name",
+            "period",
+            "policy",
+            "metrics_port",
+            "metrics_address",
+            "bind_concurrency",
+        )
         if flag(attr) is not None
     }
     le = {
@@ -185,7 +172,7 @@ class ServeRunner:
         *,
         in_cluster: bool = False,
         identity: str | None = None,
-        metrics_host: str = "0.0.0.0",
+        metrics_host: str | None = None,
         health_port: int | None = None,
         backoff: Backoff | None = None,
         trust_env: bool = True,
@@ -198,7 +185,8 @@ class ServeRunner:
             else in_cluster
         )
         self.identity = identity
-        self.metrics_host = metrics_host
+        #: None: ``settings.metrics_address``.
+        self.metrics_host = metrics_host or settings.metrics_address
         #: None: ``settings.metrics_port`` (0 = off); a number (0 = any free port) overrides.
         self.health_port = health_port
         self.backoff = backoff
@@ -207,10 +195,14 @@ class ServeRunner:
         self.scheduler: InstrumentedScheduler | None = None
         self.elector: LeaderElector | None = None
         self.health: HealthServer | None = None
+        self.client: KubeClient | None = None
         self.started = asyncio.Event()  # health server up (its port known)
 
     def ready(self) -> bool:
-        """Leader (or no election): informers synced. Standby: the API answered."""
+        """Leader (or no election): informers synced. Standby: the API answered. Neither while
+        the API server is unreachable."""
+        if self.client is not None and not self.client.reachability.up:
+            return False
         scheduler = self.scheduler
         if scheduler is not None:
             return all(i.synced.is_set() for i in scheduler.informers.values())
@@ -249,6 +241,7 @@ class ServeRunner:
             client = await stack.enter_async_context(
                 KubeClient(self.config, timeout=s.timeouts.request, trust_env=self.trust_env)
             )
+            self.client = client
             self.started.set()
             logger.info(
                 "phalanx serve: scheduler %s on %s (leader election %s)",
@@ -304,6 +297,7 @@ async def serve(args: argparse.Namespace) -> None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+                return  # asked to stop, and stopped: not an error
         task.result()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from phalanx.api.specs import NodeSpec, Placement
 from phalanx.cluster import devices
 from phalanx.cluster.labels import LabelIndex, Mask, TaintIndex
-from phalanx.cluster.resources import ResourceIndex, Vector
+from phalanx.cluster.resources import ResourceIndex, Vector, saturating_sum
 
 Matrix = npt.NDArray[np.int64]
 
@@ -257,7 +257,7 @@ class NodeTable:
         """Allocatable summed over schedulable nodes (cached: both are static)."""
         if self._total is None:
             schedulable = ~self.facts.unschedulable
-            self._total = np.asarray(self.allocatable[schedulable].sum(axis=0), dtype=np.int64)
+            self._total = saturating_sum(self.allocatable[schedulable])
         return self._total
 
 

@@ -86,4 +86,20 @@ def smallest_total(requests: npt.NDArray[np.int64], count: int) -> Vector:
     big for the cluster only when it truly is."""
     if requests.size == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.asarray(np.sort(requests, axis=0)[:count].sum(axis=0), dtype=np.int64)
+    return saturating_sum(np.sort(requests, axis=0)[:count])
+
+
+#: The largest amount of a resource in any vector (int64).
+MAX_AMOUNT = int(np.iinfo(np.int64).max)
+
+
+def saturating_sum(rows: npt.NDArray[np.int64]) -> Vector:
+    """Column sums of non-negative int64 rows, capped at 2^63-1 instead of wrapping around
+    (each amount fits int64, as quantities are range-checked, but two nodes of ``5E`` bytes
+    together do not). Exact below the cap; columns that could overflow are summed in Python."""
+    total = np.asarray(rows.sum(axis=0), dtype=np.int64)
+    if rows.size == 0:
+        return total
+    for col in np.flatnonzero(rows.sum(axis=0, dtype=np.float64) >= 2.0**62):
+        total[col] = min(sum(int(v) for v in rows[:, col]), MAX_AMOUNT)
+    return total

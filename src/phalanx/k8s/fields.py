@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from phalanx.api.errors import InputError
-from phalanx.api.quantity import to_units
+from phalanx.api.quantity import is_gpu, parse_quantity, to_units
 from phalanx.api.specs import Resources
 
 Obj = Mapping[str, Any]
@@ -165,6 +165,33 @@ def quantity(name: str, value: object, path: str) -> int:
         return to_units(name, value)
     except ValueError as exc:
         fail(path, str(exc))
+
+
+def is_extended(name: str) -> bool:
+    """An extended resource (``nvidia.com/gpu``): a domain-prefixed name outside
+    ``kubernetes.io``, as Kubernetes' ``IsExtendedResourceName``."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def check_whole(name: str, value: object, path: str, *, shares: bool = False) -> None:
+    """Extended resources are counted in whole units: ``example.com/foo: 1.5`` is refused as
+    the API server refuses it (``must be an integer``). With ``shares`` (a pod's request), a
+    GPU may also be a share of one device in whole milli-GPUs (``500m``, ``0.25``: phalanx's
+    GPU-sharing extension, as in Alibaba's openb trace), but never a fraction above one GPU
+    (``1.5``) nor finer than a milli-GPU (``0.0005``). ``value`` is already a valid quantity."""
+    if not (is_extended(name) or name == "pods"):
+        return
+    amount = parse_quantity(value)
+    if amount.denominator == 1:
+        return
+    shown = str(value)[:40]
+    if shares and is_gpu(name):
+        if amount > 1:
+            fail(path, f"must be a whole number of GPUs above one GPU, not {shown}")
+        if (amount * 1000).denominator != 1:
+            fail(path, f"must be a whole number of milli-GPUs (a share of one GPU), not {shown}")
+        return
+    fail(path, f"must be an integer, not {shown}")
 
 
 def as_resources(value: object, path: str) -> Resources:

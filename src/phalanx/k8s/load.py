@@ -23,10 +23,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from phalanx.api.errors import InputError, InputErrors
 from phalanx.api.specs import ControllerSpec, JobSpec
@@ -34,8 +31,10 @@ from phalanx.api.workload import Timing, Workload
 from phalanx.k8s.fields import Obj, as_list, child, describe, get_str
 from phalanx.k8s.kindtable import CLUSTER_SCOPED, KINDS, NAMESPACED, Converted, Kind
 from phalanx.k8s.meta import (
+    annotations_of,
     describing,
     generated_name,
+    labels_of,
     name_of,
     namespace_of,
     object_label,
@@ -43,11 +42,11 @@ from phalanx.k8s.meta import (
 )
 from phalanx.k8s.priority import PriorityTable, priority_class_from_dict
 from phalanx.k8s.resolve import Doc, Resolver
+from phalanx.k8s.yamlio import load_all, read_text
 
 #: The supported ``(apiVersion, kind)`` pairs.
 SUPPORTED_KINDS = frozenset(KINDS)
 
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _EXTENSIONS = (".yaml", ".yml", ".json")
 _FINISHED = ("Succeeded", "Failed")
 
@@ -174,7 +173,15 @@ class _Loader:
                 name = name_of(obj)
                 namespace = namespace_of(obj) if kind.namespaced else ""
         except InputError as exc:
-            self.errors.append(exc.located(source=source))
+            located = exc.located(source=source)
+            if " " not in located.obj:  # no name to tell it by: say which document it is
+                located = InputError(
+                    located.message,
+                    source=located.source,
+                    obj=f"{located.obj or 'object'} ({where})",
+                    field=located.field,
+                )
+            self.errors.append(located)
             return None
         if kind_name == "Pod" and _phase(obj) in _FINISHED:
             return None  # a snapshot's finished pod holds nothing
@@ -239,6 +246,9 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
     kept: list[tuple[Doc, Converted, Timing]] = []
     for i, doc in enumerate(parsed):
         try:
+            with describing(doc.label):  # every kind's label and annotation keys and values
+                labels_of(doc.obj)
+                annotations_of(doc.obj)
             spec = converted[i] if i in converted else doc.kind.convert(doc.obj, table)
             timing = _timing(doc)
         except InputError as exc:
@@ -274,33 +284,12 @@ def _paths(path: str) -> list[str]:
 
 
 def read_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
-    """The YAML documents of one file (``-``: standard input), each paired with its path."""
+    """The YAML documents of one file (``-``: standard input), each paired with its path; read
+    by :mod:`phalanx.k8s.yamlio` (no key twice, at most 1,000 levels deep, UTF-8)."""
     source = os.fspath(path)
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", source=source) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", source=source) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text: {exc.reason}", source=source) from None
     if source == "-":
-        source = "<stdin>"
-    try:
-        documents = list(yaml.load_all(text, Loader=_SafeLoader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = exc.problem or exc.context or "malformed YAML"
-        context = exc.context_mark
-        if exc.problem and exc.context and context is not None and context is not mark:
-            problem += f" ({exc.context} started at line {context.line + 1})"
-        raise InputError(f"YAML syntax error{where}: {problem}", source=source) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"YAML error: {exc}", source=source) from None
-    return [(source, doc) for doc in documents]
+        return [("<stdin>", doc) for doc in load_all(sys.stdin.read(), "<stdin>")]
+    return [(source, doc) for doc in load_all(read_text(source), source)]
 
 
 def manifest_documents(path: str | os.PathLike[str]) -> list[tuple[str, object]]:
@@ -317,4 +306,7 @@ def load_files(paths: Sequence[str | os.PathLike[str]], *, seed: int = 0) -> Wor
     docs: list[tuple[str, object]] = []
     for path in paths:
         docs.extend(manifest_documents(path))
+    if paths and all(doc is None for _, doc in docs):  # as ``kubectl apply``: no objects
+        names = ", ".join(os.fspath(p) for p in paths)
+        raise InputError("no Kubernetes objects in the file (empty or comments only)", source=names)
     return load_documents(docs, seed=seed)

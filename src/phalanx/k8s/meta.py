@@ -40,6 +40,10 @@ DEFAULT_NAMESPACE = "default"
 # DNS-1123 subdomain (object names) and label (namespaces), as Kubernetes validates them.
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+# The name part of a label or annotation key, and a label value.
+_QUALIFIED = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+#: Kubernetes' limit on all of an object's annotations together (256 KiB).
+MAX_ANNOTATIONS = 256 * 1024
 
 
 @contextmanager
@@ -58,6 +62,8 @@ def object_label(obj: object, kind: str, *, namespaced: bool, namespace: str | N
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         return kind
+    if len(name) > 80:
+        name = name[:77] + "..."
     if not namespaced:
         return f"{kind} {name}"
     if namespace is None:
@@ -105,12 +111,34 @@ def check_namespace_name(value: str, path: str) -> None:
         fail(path, f"invalid namespace {value!r}: must be a lowercase DNS-1123 label")
 
 
+def _check_key(key: str, path: str) -> None:
+    """A qualified name, ``[PREFIX/]NAME``, as Kubernetes checks label and annotation keys."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)):
+        fail(path, "invalid key: the prefix must be a DNS-1123 subdomain")
+    if len(name) > 63 or not _QUALIFIED.fullmatch(name):
+        fail(path, "invalid key: at most 63 of A-Z, a-z, 0-9, '-', '_', '.', alphanumeric at ends")
+
+
 def labels_of(obj: Obj) -> dict[str, str]:
-    return get_string_map(metadata(obj), "labels", "metadata")
+    labels = get_string_map(metadata(obj), "labels", "metadata")
+    for key, value in labels.items():
+        path = child("metadata.labels", key)
+        _check_key(key, path)
+        if value and (len(value) > 63 or not _QUALIFIED.fullmatch(value)):
+            fail(path, "invalid value: at most 63 of A-Z, a-z, 0-9, '-', '_', '.'")
+    return labels
 
 
 def annotations_of(obj: Obj) -> dict[str, str]:
-    return get_string_map(metadata(obj), "annotations", "metadata")
+    annotations = get_string_map(metadata(obj), "annotations", "metadata")
+    size = 0
+    for key, value in annotations.items():
+        _check_key(key, child("metadata.annotations", key))
+        size += len(key) + len(value)
+    if size > MAX_ANNOTATIONS:
+        fail("metadata.annotations", f"may not be larger than {MAX_ANNOTATIONS} bytes in total")
+    return annotations
 
 
 def annotation_path(key: str, prefix: str = "") -> str:

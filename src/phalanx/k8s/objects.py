@@ -39,6 +39,7 @@ from phalanx.k8s.fields import (
     as_mapping,
     as_str,
     check_int,
+    check_whole,
     child,
     fail,
     get_bool,
@@ -71,6 +72,9 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 SCHEDULER_PLUGINS_GROUPS = ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io")
 VOLCANO_GROUP = "scheduling.volcano.sh"
 _QUOTA_BARE = ("cpu", "memory", "ephemeral-storage")
+#: The most pods one Job may ask for (``parallelism`` and ``completions``): the simulator holds
+#: every pod in memory, about a kilobyte each. Kubernetes' own limit for Indexed Jobs is 100,000.
+MAX_JOB_PODS = 1_000_000
 
 
 def node_from_dict(obj: Mapping[str, Any]) -> NodeSpec:
@@ -81,6 +85,8 @@ def node_from_dict(obj: Mapping[str, Any]) -> NodeSpec:
         status = get_mapping(node, "status", "")
         key = "allocatable" if status.get("allocatable") else "capacity"
         allocatable = get_resources(status, key, "status")
+        for resource, amount in get_mapping(status, key, "status").items():
+            check_whole(resource, amount, child(child("status", key), resource))
         allocatable.setdefault("pods", DEFAULT_MAX_PODS)
         labels = labels_of(node)
         labels.setdefault(HOSTNAME_LABEL, name)
@@ -115,6 +121,8 @@ def _role_minimums(spec: Obj, annotations: Mapping[str, str], *, volcano: bool) 
         path = annotation_path(MIN_TASK_MEMBER)
         try:
             parsed = json.loads(text)
+        except RecursionError:
+            fail(path, "not valid JSON: nested too deep")
         except ValueError as exc:
             fail(path, f"not valid JSON: {exc}")
         if not isinstance(parsed, dict):
@@ -168,6 +176,17 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
         )
 
 
+def _job_count(spec: Obj, key: str) -> int | None:
+    value = get_int(spec, key, "spec", minimum=0)
+    if value is not None and value > MAX_JOB_PODS:
+        fail(
+            child("spec", key),
+            f"{value} is above phalanx's limit of {MAX_JOB_PODS:,} pods per Job "
+            "(split the Job, or use a trace: phalanx compare synthetic:...)",
+        )
+    return value
+
+
 def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
     """``batch/v1 Job``; the template becomes a pod named after the job, owned by it."""
     with describing(object_label(obj, "Job", namespaced=True)):
@@ -180,8 +199,8 @@ def job_spec(
 ) -> JobSpec:
     """A Job (or a JobSet's Job template) with errors located by field only."""
     spec = get_mapping(job, "spec", "")
-    parallelism = get_int(spec, "parallelism", "spec", minimum=0)
-    completions = get_int(spec, "completions", "spec", minimum=0)
+    parallelism = _job_count(spec, "parallelism")
+    completions = _job_count(spec, "completions")
     if parallelism is None and completions is None:
         completions = 1  # Kubernetes defaults both to 1 when neither is set
     if spec.get("template") is None:

@@ -31,6 +31,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from phalanx.api.quantity import MAX_UNITS
 from phalanx.api.specs import GangRef, PodSpec, Resources
 from phalanx.k8s.apis import kai, koordinator, kueue, yunikorn
 from phalanx.k8s.declaration import Declaration
@@ -39,6 +40,7 @@ from phalanx.k8s.fields import (
     add_into,
     as_mapping,
     check_int,
+    check_whole,
     child,
     fail,
     get_int,
@@ -46,6 +48,7 @@ from phalanx.k8s.fields import (
     get_mapping,
     get_resources,
     get_str,
+    is_extended,
     max_into,
 )
 from phalanx.k8s.meta import (
@@ -203,24 +206,35 @@ def _check_container_resource(name: str, path: str) -> None:
 
 
 def container_requests(raw: object, path: str) -> Resources:
-    """One container's requests, defaulted from its limits as the API server does."""
+    """One container's requests, defaulted from its limits and checked as the API server does
+    (``ValidateResourceRequirements``): extended resources are whole numbers, a request of a
+    resource that cannot be overcommitted (extended resources, hugepages) equals its limit,
+    any other request is at most its limit."""
     container = as_mapping(raw, path)
     res_path = child(path, "resources")
     resources = get_mapping(container, "resources", path)
     requests = get_resources(resources, "requests", res_path)
     limits = get_resources(resources, "limits", res_path)
     for kind, amounts in (("requests", requests), ("limits", limits)):
+        raw_amounts = get_mapping(resources, kind, res_path)
         for name in amounts:
-            _check_container_resource(name, child(child(res_path, kind), name))
+            where = child(child(res_path, kind), name)
+            _check_container_resource(name, where)
+            check_whole(name, raw_amounts[name], where, shares=True)
     for name, limit in limits.items():
+        where = child(child(res_path, "requests"), name)
         if name not in requests:
             requests[name] = limit
+        elif requests[name] != limit and not overcommit_allowed(name):
+            fail(where, f"must be equal to the {name} limit (it cannot be overcommitted)")
         elif requests[name] > limit:
-            fail(
-                child(child(res_path, "requests"), name),
-                f"must be less than or equal to the {name} limit",
-            )
+            fail(where, f"must be less than or equal to the {name} limit")
     return requests
+
+
+def overcommit_allowed(name: str) -> bool:
+    """Native resources other than hugepages may be requested below their limit."""
+    return not is_extended(name) and not name.startswith("hugepages-")
 
 
 def pod_requests(spec: Obj, path: str) -> Resources:
@@ -252,6 +266,9 @@ def pod_requests(spec: Obj, path: str) -> Resources:
     max_into(total, init_peak)
     add_into(total, get_resources(spec, "overhead", path))
     total["pods"] = 1
+    for name, amount in total.items():
+        if amount > MAX_UNITS:
+            fail(containers_path, f"the pod's total {name} request is out of range (2^63-1)")
     return total
 
 

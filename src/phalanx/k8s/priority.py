@@ -15,7 +15,7 @@ from typing import Any
 
 from phalanx.api.errors import InputError
 from phalanx.api.specs import PriorityClassSpec
-from phalanx.k8s.fields import check_int, fail, get_bool
+from phalanx.k8s.fields import check_int, fail, get_bool, get_str
 from phalanx.k8s.meta import describing, name_of, object_label, root
 
 #: Kubernetes' reserved classes (pkg/apis/scheduling/types.go).
@@ -91,6 +91,9 @@ def priority_class_from_dict(obj: Mapping[str, Any]) -> PriorityClassSpec:
         value = check_int(pc["value"], "value")
         if value > HIGHEST_USER_PRIORITY and not name.startswith("system-"):
             fail("value", f"must be at most {HIGHEST_USER_PRIORITY} for a user-defined class")
+        policy = get_str(pc, "preemptionPolicy", "", "PreemptLowerPriority")
+        if policy not in ("PreemptLowerPriority", "Never"):
+            fail("preemptionPolicy", "must be PreemptLowerPriority or Never")
         return PriorityClassSpec(
             name=name, value=value, global_default=get_bool(pc, "globalDefault", "")
         )

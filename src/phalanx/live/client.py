@@ -27,6 +27,8 @@ expired continue token (410) falls back to one unpaged list.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -38,6 +40,8 @@ from lightkube.config.client_adapter import ConnectionParams
 from phalanx.live.config import ClusterConfig
 from phalanx.live.errors import ApiError, ConfigError, TransportError
 from phalanx.live.resources import Resource
+
+logger = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
@@ -97,6 +101,51 @@ def label_selector(labels: Mapping[str, str]) -> str:
     return ",".join(f"{key}={value}" for key, value in labels.items())
 
 
+class Reachability:
+    """Whether the API server answers, as every request of one client sees it.
+
+    A connection that cannot be made (refused, no route, DNS, connect timeout) marks the server
+    *unreachable*; any answer, even an error status, marks it *reachable*. Only a change is
+    logged — one line when it goes, one when it comes back — so eight informers retrying with
+    backoff do not log a line per attempt."""
+
+    def __init__(self, server: str, source: str) -> None:
+        self.server = server
+        self.source = source
+        self.down_since: float | None = None
+        self.failures = 0
+
+    @property
+    def up(self) -> bool:
+        return self.down_since is None
+
+    def failed(self, exc: httpx.TransportError) -> None:
+        self.failures += 1
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            logger.warning(
+                "API server %s (%s) is unreachable (%s: %s); retrying with backoff",
+                self.server,
+                self.source,
+                type(exc).__name__,
+                exc,
+            )
+
+    def answered(self) -> None:
+        if self.down_since is not None:
+            logger.warning(
+                "API server %s is reachable again after %.1fs (%d failed attempts)",
+                self.server,
+                time.monotonic() - self.down_since,
+                self.failures,
+            )
+            self.down_since = None
+            self.failures = 0
+
+
+_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
 class KubeClient:
     """Async REST access to one cluster; use as ``async with KubeClient(config) as client``."""
 
@@ -110,6 +159,7 @@ class KubeClient:
     ) -> None:
         self.config = config
         self.timeout = timeout
+        self.reachability = Reachability(config.server, config.source)
         params = ConnectionParams(timeout=httpx.Timeout(timeout), trust_env=trust_env)
         try:
             kwargs = params.httpx_params(config.single)
@@ -130,6 +180,11 @@ class KubeClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    def _transport_error(self, label: str, exc: httpx.TransportError) -> TransportError:
+        if isinstance(exc, _CONNECT_ERRORS):
+            self.reachability.failed(exc)
+        return TransportError(f"{label}: {type(exc).__name__}: {exc}")
 
     # ------------------------------------------------------------------ raw
     async def request(
@@ -153,7 +208,8 @@ class KubeClient:
                 method, path, params=dict(params or {}), content=content, headers=headers
             )
         except httpx.TransportError as exc:
-            raise TransportError(f"{label}: {type(exc).__name__}: {exc}") from exc
+            raise self._transport_error(label, exc) from exc
+        self.reachability.answered()
         if response.status_code >= 400:
             raise ApiError.from_response(response.status_code, response.content, request=label)
         return _decode(response.content, label)
@@ -304,6 +360,7 @@ class KubeClient:
                 headers={"Accept": "application/json"},
                 timeout=timeout,
             ) as response:
+                self.reachability.answered()
                 if response.status_code >= 400:
                     content = await response.aread()
                     raise ApiError.from_response(response.status_code, content, request=label)
@@ -319,4 +376,4 @@ class KubeClient:
                         raise ApiError.from_status(obj, code=500, request=label)
                     yield WatchEvent(kind, obj)
         except httpx.TransportError as exc:
-            raise TransportError(f"{label}: {type(exc).__name__}: {exc}") from exc
+            raise self._transport_error(label, exc) from exc

@@ -19,11 +19,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, User
 from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
+from phalanx.api.errors import InputError
+from phalanx.k8s.yamlio import load_one, read_text
 from phalanx.live.errors import ConfigError
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -53,14 +56,77 @@ def _with_user(single: SingleConfig) -> SingleConfig:
 
 
 def kubeconfig_config(path: str | Path, *, context: str | None = None) -> ClusterConfig:
-    """The ``context`` (default: current context) of the kubeconfig file at ``path``."""
+    """The ``context`` (default: current context) of the kubeconfig file at ``path``.
+
+    The file is read with phalanx's YAML reader (duplicate keys, depth, encoding checked) and
+    its shape checked (:func:`_check_kubeconfig`) before lightkube sees it, so a broken file is
+    one line naming the file and the field, never a lightkube traceback."""
+    where = f"kubeconfig {path}"
     try:
-        single = KubeConfig.from_file(path).get(context_name=context)
-    except (LightkubeConfigError, OSError, KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"kubeconfig {path}: {exc}") from exc
+        data = load_one(read_text(str(path)), str(path))
+    except InputError as exc:
+        raise ConfigError(f"{where}: {exc.message}") from None
+    _check_kubeconfig(data, where)
+    try:
+        single = KubeConfig.from_dict(data, fname=path).get(context_name=context)
+    except KeyError as exc:
+        raise ConfigError(f"{where}: the context names {exc} but no entry has that name") from None
+    except (LightkubeConfigError, OSError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {_short(str(exc) or type(exc).__name__)}") from None
     if single is None:  # pragma: no cover - lightkube raises instead when no context is set
-        raise ConfigError(f"kubeconfig {path}: no context")
-    return ClusterConfig(_with_user(single), f"kubeconfig {path}")
+        raise ConfigError(f"{where}: no context")
+    check_server(single.cluster.server, f"{where}: cluster {single.context.cluster}: server")
+    return ClusterConfig(_with_user(single), where)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _check_kubeconfig(data: object, where: str) -> None:
+    """A map with ``clusters``/``contexts``/``users`` lists of ``{name, KIND: map}`` items."""
+    if not isinstance(data, Mapping):
+        what = "empty" if data is None else f"a {type(data).__name__}, not a map"
+        raise ConfigError(f"{where}: not a kubeconfig (the file is {what})")
+    for key, item_key, required in (
+        ("clusters", "cluster", True),
+        ("contexts", "context", True),
+        ("users", "user", False),
+    ):
+        items = data.get(key)
+        if items is None and not required:
+            continue
+        if not isinstance(items, list):
+            raise ConfigError(f"{where}: {key}: must be a list")
+        for i, item in enumerate(items):
+            field = f"{key}[{i}]"
+            if not isinstance(item, Mapping):
+                raise ConfigError(f"{where}: {field}: must be a map")
+            if not isinstance(item.get("name"), str):
+                raise ConfigError(f"{where}: {field}.name: must be a string")
+            if not isinstance(item.get(item_key), Mapping):
+                raise ConfigError(f"{where}: {field}.{item_key}: must be a map")
+    current = data.get("current-context")
+    if current is not None and not isinstance(current, str):
+        raise ConfigError(f"{where}: current-context: must be a string")
+
+
+def check_server(url: str, where: str) -> None:
+    """A server URL must be ``http(s)://HOST[:PORT][/PATH]``: anything else is a configuration
+    error found at start, not a connection retried forever."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"{where}: not a URL {_short(url, 80)!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{where}: not an http(s) URL with a host: {_short(url, 80)!r}"
+            " (expected e.g. https://10.0.0.1:6443)"
+        )
+    if port == 0:
+        raise ConfigError(f"{where}: port 0 in {_short(url, 80)!r}")
 
 
 def in_cluster_config(service_account_dir: str | Path = SERVICE_ACCOUNT_DIR) -> ClusterConfig:
@@ -70,6 +136,7 @@ def in_cluster_config(service_account_dir: str | Path = SERVICE_ACCOUNT_DIR) -> 
     except (LightkubeConfigError, OSError, KeyError) as exc:
         raise ConfigError(f"in-cluster configuration: {exc}") from exc
     assert single is not None
+    check_server(single.cluster.server, "in-cluster configuration: server")
     return ClusterConfig(_with_user(single), "in-cluster")
 
 
@@ -77,6 +144,7 @@ def config_for_server(
     url: str, *, token: str | None = None, namespace: str | None = None
 ) -> ClusterConfig:
     """A plain server URL (``kubectl proxy``, tests): no TLS client auth, optional token."""
+    check_server(url, "server")
     config = KubeConfig.from_one(
         cluster=Cluster(server=url), user=User(token=token), namespace=namespace
     )

@@ -112,6 +112,8 @@ class Informer:
         self.timeout_seconds = timeout_seconds
         self.page_size = page_size
         self.backoff = backoff or Backoff()
+        #: the last failure logged, until a list or watch succeeds again (one line per change).
+        self._failing: str | None = None
         self.store: dict[str, Obj] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()
@@ -172,6 +174,7 @@ class Informer:
                     continue
                 need_list = False
                 self.backoff.reset()
+                self._recovered()
                 if self.missing:
                     self.missing = False
                     logger.warning("%s is served now; watching it", self.resource)
@@ -194,10 +197,22 @@ class Informer:
                 await asyncio.sleep(self.backoff.next())
 
     async def _failed(self, what: str, exc: Exception) -> None:
+        """Back off; log only a change of error (the client logs the server going away)."""
         self.stats.errors += 1
         delay = self.backoff.next()
-        logger.warning("%s: %s failed (%s); retrying in %.2fs", self, what, exc, delay)
+        reachable = self.client.reachability.up
+        message = f"{what} failed ({exc})"
+        if reachable and message != self._failing:
+            logger.warning("%s: %s; retrying with backoff", self, message)
+        else:
+            logger.debug("%s: %s; retrying in %.2fs", self, message, delay)
+        self._failing = message if reachable else self._failing
         await asyncio.sleep(delay)
+
+    def _recovered(self) -> None:
+        if self._failing is not None:
+            logger.info("%s: recovered (after: %s)", self, self._failing)
+            self._failing = None
 
     async def _mark_missing(self, exc: ApiError) -> None:
         logger.warning(
@@ -250,6 +265,7 @@ class Informer:
             async for event in events:
                 if received == 0:
                     self.backoff.reset()
+                    self._recovered()
                 received += 1
                 if event.type == "BOOKMARK":
                     self.stats.bookmarks += 1

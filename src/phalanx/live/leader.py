@@ -28,7 +28,7 @@ from typing import Any
 
 from phalanx.live import leases
 from phalanx.live.client import KubeClient, Obj
-from phalanx.live.errors import ApiError, LiveError
+from phalanx.live.errors import ApiError, LiveError, TransportError
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +172,10 @@ class LeaderElector:
         try:
             return await self.try_acquire_or_renew()
         except LiveError as exc:
-            logger.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            # the client logs the server going away and coming back, once each
+            quiet = isinstance(exc, TransportError) and not self.client.reachability.up
+            log = logger.debug if quiet else logger.warning
+            log("lease %s/%s: %s", self.namespace, self.name, exc)
             return False
 
     async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:

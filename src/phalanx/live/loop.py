@@ -412,9 +412,18 @@ class LiveScheduler:
         self, stop: asyncio.Event, period: float = 1.0, debounce: float = DEFAULT_DEBOUNCE
     ) -> None:
         """Run cycles on informer events (debounced) and every ``period`` until ``stop``."""
-        await self.start()
         stopping = asyncio.create_task(stop.wait())
         try:
+            # no time limit on the first lists (an unreachable server is retried with
+            # backoff), but a stop during them ends the wait
+            starting = asyncio.create_task(self.start(timeout=None))
+            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
+                return
+            starting.result()
             while not stop.is_set():
                 self._wake.clear()
                 try:

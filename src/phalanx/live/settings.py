@@ -17,6 +17,7 @@ defaults below. Example::
       - example.com/block  # with no Kueue/KAI Topology or Volcano HyperNode (docs/topology.md)
       - example.com/rack
     metricsPort: 8080      # /healthz, /readyz, /metrics; 0 turns the server off
+    metricsAddress: 0.0.0.0   # the address it listens on (127.0.0.1: this host only)
     bindConcurrency: 16
     recovery:              # gangs whose binds fail part-way (see phalanx.live.recovery)
       bindRetries: 3
@@ -43,15 +44,16 @@ A bad file or field raises :class:`~phalanx.api.errors.InputError` with a one-li
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from phalanx.api.errors import InputError
+from phalanx.api.errors import InputError, short_repr
 from phalanx.k8s.topology import topology_from_dict
+from phalanx.k8s.yamlio import load_one, read_text
 from phalanx.live.recovery import RecoveryConfig
 from phalanx.policies import ACTIONS, SCORINGS, Scorer
 
@@ -61,6 +63,11 @@ POLICIES = frozenset({"phalanx", "volcano"})
 #: baseline of the simulator: a live scheduler that holds pods at Permit is what phalanx
 #: replaces).
 LIVE_ACTIONS = frozenset(ACTIONS) - {"coscheduling"}
+#: Upper bounds of the numeric settings: seconds, binds in flight, retries, plugin weights.
+DAY = 86400.0
+MAX_CONCURRENCY = 10_000
+MAX_RETRIES = 100
+MAX_WEIGHT = 1_000_000
 RECOVERY_FIELDS = {
     "bindRetries": "bind_retries",
     "retryDelay": "retry_delay",
@@ -68,6 +75,14 @@ RECOVERY_FIELDS = {
     "undo": "undo",
     "requeueInitial": "requeue_initial",
     "requeueMax": "requeue_max",
+}
+#: (lowest, lowest allowed itself), highest of the numeric recovery settings.
+RECOVERY_BOUNDS: dict[str, tuple[tuple[float, bool], float]] = {
+    "bindRetries": ((0.0, True), MAX_RETRIES),
+    "retryDelay": ((0.0, True), DAY),
+    "partialBindLimit": ((0.0, False), DAY),
+    "requeueInitial": ((0.0, True), DAY),
+    "requeueMax": ((0.0, True), DAY),
 }
 
 
@@ -95,6 +110,8 @@ class ServeSettings:
     #: None: the policy's own list of actions.
     actions: tuple[str, ...] | None = None
     metrics_port: int = 8080
+    #: where the metrics/health server listens (default: every interface).
+    metrics_address: str = "0.0.0.0"
     bind_concurrency: int = 16
     leader_election: LeaderElection = dataclasses.field(default_factory=LeaderElection)
     timeouts: Timeouts = dataclasses.field(default_factory=Timeouts)
@@ -105,7 +122,7 @@ class ServeSettings:
     recovery: RecoveryConfig = dataclasses.field(default_factory=RecoveryConfig)
 
     def validate(self, source: str = "") -> ServeSettings:
-        """Cross-field checks; returns ``self``."""
+        """Range and cross-field checks (every number finite and in range); returns ``self``."""
 
         def fail(field: str, message: str) -> InputError:
             return InputError(message, source=source, field=field)
@@ -134,48 +151,107 @@ class ServeSettings:
             raise fail("metricsPort", "must be between 0 and 65535")
         if self.bind_concurrency < 1:
             raise fail("bindConcurrency", "must be at least 1")
+            raise fail("policy", f"unknown policy {short_repr(self.policy)} (known: {known})")
+        if self.scoring is not None and not any(s.weight > 0 for s in self.scoring):
+            raise fail("scoring", "at least one plugin needs a positive weight")
+        check_address(self.metrics_address, "metricsAddress", source)
+        for field, value, low, high in self._numbers():
+            check_range(value, field, source, low, high)
         le = self.leader_election
-        for name, value in (
-            ("leaseDuration", le.lease_duration),
-            ("renewDeadline", le.renew_deadline),
-            ("retryPeriod", le.retry_period),
-        ):
-            if value <= 0:
-                raise fail(f"leaderElection.{name}", "must be positive")
         if le.renew_deadline >= le.lease_duration:
             raise fail("leaderElection.renewDeadline", "must be less than leaseDuration")
         if le.retry_period >= le.renew_deadline:
             raise fail("leaderElection.retryPeriod", "must be less than renewDeadline")
-        for name, value in (
-            ("request", self.timeouts.request),
-            ("shutdown", self.timeouts.shutdown),
-        ):
-            if value <= 0:
-                raise fail(f"timeouts.{name}", "must be positive")
+        if self.recovery.requeue_max < self.recovery.requeue_initial:
+            raise fail("recovery.requeueMax", "must be at least recovery.requeueInitial")
         return self
+
+    def _numbers(self) -> list[tuple[str, float, tuple[float, bool], float]]:
+        """(field, value, (lowest, lowest allowed itself), highest) for every number."""
+        le, t, r = self.leader_election, self.timeouts, self.recovery
+        positive, non_negative = (0.0, False), (0.0, True)
+        numbers = [
+            ("period", self.period, positive, DAY),
+            ("metricsPort", self.metrics_port, non_negative, 65535),
+            ("bindConcurrency", self.bind_concurrency, (1, True), MAX_CONCURRENCY),
+            ("leaderElection.leaseDuration", le.lease_duration, positive, DAY),
+            ("leaderElection.renewDeadline", le.renew_deadline, positive, DAY),
+            ("leaderElection.retryPeriod", le.retry_period, positive, DAY),
+            ("timeouts.request", t.request, positive, DAY),
+            ("timeouts.shutdown", t.shutdown, positive, DAY),
+        ]
+        for key, attr in RECOVERY_FIELDS.items():
+            if key in RECOVERY_BOUNDS:
+                numbers.append((f"recovery.{key}", getattr(r, attr), *RECOVERY_BOUNDS[key]))
+        for scorer in self.scoring or ():
+            field = f"scoring.{scorer.name}"
+            numbers.append((field, scorer.weight, non_negative, MAX_WEIGHT))
+            for name, weight in (scorer.resources or {}).items():
+                numbers.append((f"{field}.resources.{name}", weight, non_negative, MAX_WEIGHT))
+        return numbers
+
+
+def check_range(
+    value: float, field: str, source: str, low: tuple[float, bool], high: float
+) -> None:
+    """An InputError unless ``value`` is finite, above ``low`` (or equal, when allowed) and at
+    most ``high``."""
+    lowest, inclusive = low
+    if not math.isfinite(value):
+        raise InputError(f"must be a finite number, not {value}", source=source, field=field)
+    if value < lowest or (value == lowest and not inclusive):
+        bound = f"at least {lowest:g}" if inclusive else f"greater than {lowest:g}"
+        bound = "positive" if (lowest, inclusive) == (0, False) else bound
+        raise InputError(f"must be {bound}, not {value:g}", source=source, field=field)
+    if value > high:
+        bound = f"between {lowest:g} and {high:g}" if inclusive else f"at most {high:g}"
+        raise InputError(f"must be {bound}, not {value:g}", source=source, field=field)
+
+
+def check_address(value: str, field: str, source: str) -> None:
+    """An IPv4 or IPv6 address to listen on (``0.0.0.0``: every interface)."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        raise InputError(
+            f"must be an IP address such as 0.0.0.0 or 127.0.0.1, not {short_repr(value)}",
+            source=source,
+            field=field,
+        ) from None
 
 
 def _number(source: str, field: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"expected a number, got {value!r}", source=source, field=field)
-    return float(value)
+        raise InputError(f"expected a number, got {short_repr(value)}", source=source, field=field)
+    if isinstance(value, int) and abs(value) > 2**53:
+        raise InputError(f"out of range: {short_repr(value)}", source=source, field=field)
+    number = float(value)
+    if not math.isfinite(number):
+        raise InputError(f"must be a finite number, not {value}", source=source, field=field)
+    return number
 
 
 def _integer(source: str, field: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"expected an integer, got {value!r}", source=source, field=field)
+        raise InputError(
+            f"expected an integer, got {short_repr(value)}", source=source, field=field
+        )
     return value
 
 
 def _string(source: str, field: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
-        raise InputError(f"expected a non-empty string, got {value!r}", source=source, field=field)
+        raise InputError(
+            f"expected a non-empty string, got {short_repr(value)}", source=source, field=field
+        )
     return value
 
 
 def _boolean(source: str, field: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InputError(f"expected true or false, got {value!r}", source=source, field=field)
+        raise InputError(
+            f"expected true or false, got {short_repr(value)}", source=source, field=field
+        )
     return value
 
 
@@ -211,6 +287,7 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
             "policy",
             "actions",
             "metricsPort",
+            "metricsAddress",
             "bindConcurrency",
             "leaderElection",
             "timeouts",
@@ -231,6 +308,8 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
         changes["actions"] = _names(source, "actions", top["actions"])
     if "metricsPort" in top:
         changes["metrics_port"] = _integer(source, "metricsPort", top["metricsPort"])
+    if "metricsAddress" in top:
+        changes["metrics_address"] = _string(source, "metricsAddress", top["metricsAddress"])
     if "bindConcurrency" in top:
         changes["bind_concurrency"] = _integer(source, "bindConcurrency", top["bindConcurrency"])
 
@@ -346,6 +425,8 @@ def _recovery(source: str, value: Any) -> RecoveryConfig:
             fields[attr] = _integer(source, field, data[key])
         else:
             fields[attr] = _number(source, field, data[key])
+        if key != "undo":
+            check_range(fields[attr], field, source, *RECOVERY_BOUNDS[key])
     try:
         return RecoveryConfig(**fields)
     except ValueError as exc:
@@ -355,15 +436,4 @@ def _recovery(source: str, value: Any) -> RecoveryConfig:
 def load_settings(path: str | Path) -> ServeSettings:
     """Read and validate ``path``; :class:`InputError` names the file and the field."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(f"{problem}{where}", source=source) from None
-    return parse_settings(data, source)
+    return parse_settings(load_one(read_text(source), source), source)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.resources import saturating_sum
 from phalanx.cluster.workloads import PLACED
 from phalanx.framework.unit import Unit
 
@@ -23,7 +24,9 @@ class Drf:
         gang = unit.gang
         if gang.placed == 0:
             return (0.0,)
-        allocated = np.sum([pod.request for pod in gang.members if pod.status in PLACED], axis=0)
+        allocated = saturating_sum(
+            np.array([pod.request for pod in gang.members if pod.status in PLACED])
+        )
         total = table.total_allocatable()
         shares = allocated[total > 0] / total[total > 0]
         return (float(shares.max(initial=0.0)),)

@@ -15,7 +15,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.quantity import format_units
 from phalanx.api.specs import GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
 from phalanx.api.workload import Workload
-from phalanx.cluster.resources import ResourceIndex, Vector, smallest_total
+from phalanx.cluster.resources import ResourceIndex, Vector, saturating_sum, smallest_total
 from phalanx.sim.schedulers import pod_templates
 
 
@@ -45,10 +45,8 @@ def check(workload: Workload, index: ResourceIndex) -> None:
                 obj=f"Node {node.name}",
                 field="metadata.annotations[phalanx.dev/submit-after]",
             )
-    total = np.zeros(len(index), dtype=np.int64)
-    for node in workload.of(NodeSpec):
-        if not node.unschedulable:
-            total += index.vector(node.allocatable)
+    rows = [index.vector(n.allocatable) for n in workload.of(NodeSpec) if not n.unschedulable]
+    total = saturating_sum(np.array(rows)) if rows else np.zeros(len(index), dtype=np.int64)
     _check_gangs(workload, index, total)
 
 

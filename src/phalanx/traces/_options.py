@@ -14,6 +14,10 @@ from collections.abc import Sequence
 
 from phalanx.api.errors import InputError
 
+#: The largest count a trace option may ask for (jobs, nodes, GPUs per node, pods): each is
+#: held in memory, and a million is far beyond any published trace.
+MAX_COUNT = 1_000_000
+MAX_SEED = 2**63 - 1
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -72,10 +76,14 @@ class Options:
             raise self._bad(key, value, "a value")
         return value
 
-    def integer(self, key: str, *, minimum: int = 1) -> int | None:
+    def integer(self, key: str, *, minimum: int = 1, maximum: int | None = None) -> int | None:
+        """An integer in ``minimum..maximum``; the default maximum is :data:`MAX_COUNT`, or
+        2^63-1 for a ``seed``."""
         value = self.values.get(key)
         if value is None:
             return None
+        if maximum is None:
+            maximum = MAX_SEED if key == "seed" else MAX_COUNT
         try:
             number = int(value)
         except ValueError:
@@ -83,6 +91,8 @@ class Options:
         if number < minimum:
             wanted = "a positive integer" if minimum == 1 else f"an integer ≥ {minimum}"
             raise self._bad(key, value, wanted)
+        if number > maximum:
+            raise self._bad(key, value[:40], f"at most {maximum:,} (phalanx's limit)")
         return number
 
     def number(self, key: str, *, low: float = 0.0, high: float = math.inf) -> float | None:

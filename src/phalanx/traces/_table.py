@@ -46,15 +46,25 @@ class Table:
         return "" if index is None else fields[index]
 
     def integer(
-        self, row: int, fields: Sequence[str], column: str, *, minimum: int | None = None
+        self,
+        row: int,
+        fields: Sequence[str],
+        column: str,
+        *,
+        minimum: int | None = None,
+        maximum: int = 2**53,
     ) -> int:
+        """An integer cell; at most ``maximum`` (default 2^53), so that amounts derived from it
+        stay within int64."""
         text = self.text(fields, column)
         try:
             value = int(text)
         except ValueError:
-            raise self.error(row, column, f"{text!r} is not an integer") from None
+            raise self.error(row, column, f"{text[:40]!r} is not an integer") from None
         if minimum is not None and value < minimum:
             raise self.error(row, column, f"{value} is below the minimum {minimum}")
+        if value > maximum:
+            raise self.error(row, column, f"{text[:40]} is above the maximum {maximum}")
         return value
 
     def number(

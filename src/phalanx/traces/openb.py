@@ -163,9 +163,10 @@ def _csv_nodes(path: str | os.PathLike[str]) -> list[NodeSpec]:
             cpu, memory, gpus = int(fields[cpu_i]), int(fields[mem_i]), int(fields[gpu_i])
         except ValueError:
             cpu = memory = gpus = -1
-        if min(cpu, memory, gpus) < 0:
+        if min(cpu, memory, gpus) < 0 or max(cpu, gpus) > 2**53 or memory > 2**43:
             for column in ("cpu_milli", "memory_mib", "gpu"):
-                table.integer(number, fields, column, minimum=0)
+                cap = 2**43 if column == "memory_mib" else 2**53
+                table.integer(number, fields, column, minimum=0, maximum=cap)
         if not name:
             raise table.error(number, "sn", "empty node name")
         if name in seen:
@@ -266,7 +267,7 @@ def read_openb_rows(path: str | os.PathLike[str], *, require_times: bool = False
             raise table.error(number, "name", f"duplicate pod {name!r}")
         seen.add(name)
         cpu = table.integer(number, fields, "cpu_milli", minimum=0)
-        memory = table.integer(number, fields, "memory_mib", minimum=0)
+        memory = table.integer(number, fields, "memory_mib", minimum=0, maximum=2**43)
         gpus, milli = _gpus(table, number, fields)
         gpu_spec = table.text(fields, "gpu_spec") if gpus else ""
         if not all(gpu_spec.split("|")) and gpu_spec:

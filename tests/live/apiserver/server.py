@@ -139,6 +139,7 @@ class FakeApiServer:
         token: str | None = None,
         host: str = "127.0.0.1",
         request_log: int = 10_000,
+        port: int = 0,
     ) -> None:
         self.store = Store(history=history)
         for info in crds:
@@ -153,6 +154,7 @@ class FakeApiServer:
         self._gone_pending = 0
         self._runner: web.AppRunner | None = None
         self._port = 0
+        self._wanted_port = port  # 0: any free port
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -168,7 +170,7 @@ class FakeApiServer:
             app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
+        site = web.TCPSite(self._runner, self.host, self._wanted_port)
         await site.start()
         server = site._server  # aiohttp keeps the listening socket here
         assert server is not None

@@ -130,8 +130,10 @@ def test_load_documents_from_parsed_objects() -> None:
     assert len(workload.items) == 5
 
 
-def test_empty_file_is_an_empty_workload(tmp_path: Path) -> None:
-    assert load_files([write(tmp_path, "---\n# nothing\n---\n")]).items == []
+def test_files_with_no_object_at_all_are_an_error_naming_them(tmp_path: Path) -> None:
+    path = write(tmp_path, "---\n# nothing\n---\n")
+    with pytest.raises(InputError, match=f"^{path}: no Kubernetes objects"):
+        load_files([path])
 
 
 def test_same_name_in_other_group_or_namespace_is_not_a_duplicate(tmp_path: Path) -> None:
@@ -237,14 +239,14 @@ BAD: list[tuple[str, str]] = [
     (
         "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {}\n",
-        "Pod: metadata.name: name is required",
+        "Pod (document 2): metadata.name: name is required",
     ),
     ("apiVersion: v1\nmetadata: {name: x}\n", "object x: kind: kind is required"),
     ("kind: Pod\nmetadata: {name: x}\n", "Pod default/x: apiVersion: apiVersion is required"),
     ("apiVersion: v1\nkind: [Pod]\n", "object: kind: must be a string, not a list"),
     (
         "apiVersion: v1\nkind: Pod\nmetadata: x\n",
-        "Pod: metadata: must be a map, not a string ('x')",
+        "Pod (document 1): metadata: must be a map, not a string ('x')",
     ),
     (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: Bad_NS}\n",
@@ -295,7 +297,7 @@ BAD: list[tuple[str, str]] = [
     (requests("nvidia.com/gpu: x"), f"{POD_REQ}[nvidia.com/gpu]: malformed quantity 'x'"),
     (
         requests("cpu: [1]"),
-        f"{POD_REQ}.cpu: quantity [1] is not a string or number",
+        f"{POD_REQ}.cpu: quantity a list of 1 is not a string or number",
     ),
     (
         requests("cpus: 1"),
@@ -630,7 +632,10 @@ BAD: list[tuple[str, str]] = [
     ),
     # documents
     ("- a\n- b\n", "a document must be a Kubernetes object (a map), not a list"),
-    ("apiVersion: v1\nkind: List\nitems: 5\n", "List: items: must be a list, not a number (5)"),
+    (
+        "apiVersion: v1\nkind: List\nitems: 5\n",
+        "List: items: must be a list, not a number (5)",
+    ),
     (
         "apiVersion: v1\nkind: List\nitems: [5]\n",
         "List: items[0]: must be a Kubernetes object (a map)",

@@ -1,0 +1,412 @@
+"""A seeded random driver over the engine: many operations, invariants checked after each.
+
+Design: an :class:`EngineDriver` owns one ``ClusterState`` and one ``Scheduler`` and applies
+random operations to them the way a backend does — add gangs and lone pods, delete pending
+pods, run a cycle and apply its binds, reservations and blocked gangs, finish running gangs,
+evict a whole gang, delete one bound pod, jump the clock past scheduling timeouts, and open a
+Session whose Statement makes random allocate/pipeline/evict moves and is then discarded. It
+uses only the engine's public API (``ClusterState``, ``Scheduler(get_policy(...)).cycle``,
+``Session``/``Statement``). Each operation is counted (:attr:`EngineDriver.counts`).
+
+Invariants (:meth:`EngineDriver.check`, after every operation):
+
+- **no partial gang**: a gang scheduled by a gang policy has no bound member or at least
+  ``minMember`` and every role minimum (unless the driver itself deleted one of its bound pods);
+  within a cycle, binds complete a quorum;
+- **no over-commit**: ``requested <= allocatable`` on every node and resource, and
+  ``requested`` is exactly the sum of the requests of the pods that hold each node;
+- **GPU devices**: every device between 0 and a whole GPU free, and the used share of a node's
+  devices equals its requested GPU;
+- **discard restores exactly**: a discarded Statement leaves table, pods and gangs as before;
+- **same seed, same decisions**: :func:`decisions` of one seed twice are equal;
+- **incremental equals rebuilt**: :data:`REBUILD_CHECKS` holds functions called with the driver
+  every ``rebuild_every`` operations; :func:`check_rebuilt` (registered) rebuilds a state from
+  the same objects and binds and compares requested, free devices and gang counters. When
+  ``ClusterState`` gains incremental updates (node add/remove, spec updates), add their
+  operations here and keep this check: it is the hook for "incremental state equals state
+  rebuilt from scratch".
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
+from phalanx.cluster import devices
+from phalanx.cluster.resources import ResourceIndex
+from phalanx.cluster.state import ClusterState
+from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.framework.session import Session
+from phalanx.policies import Scheduler, get_policy
+
+GPU = "nvidia.com/gpu"
+API = "scheduling.x-k8s.io"
+GiB = 2**30
+#: Policies that place gangs all or nothing (the partial-gang invariant applies to them).
+GANG_POLICIES = ("phalanx", "volcano")
+POLICIES = ("phalanx", "volcano", "coscheduling", "kube-default")
+#: Waiting gangs at most; an add beyond it removes one instead.
+MAX_WAITING = 8
+HOLDING = (PodStatus.BOUND, PodStatus.RESERVED, PodStatus.RELEASING)
+BOUND_LIKE = (PodStatus.BOUND, PodStatus.SUCCEEDED)
+
+#: Every operation any driver of this process executed, by kind (reported by conftest.py).
+TOTAL: Counter[str] = Counter()
+#: Called with the driver every ``rebuild_every`` operations (see the module docstring).
+REBUILD_CHECKS: list[Callable[[EngineDriver], None]] = []
+
+
+class EngineDriver:
+    def __init__(self, seed: int, policy: str = "phalanx", *, rebuild_every: int = 50) -> None:
+        self.rng = random.Random(seed)
+        self.policy = policy
+        self.scheduler = Scheduler(get_policy(policy), seed=seed)
+        self.node_specs = [self._node(i) for i in range(self.rng.randint(1, 6))]
+        self.state = ClusterState(self.node_specs, ResourceIndex())
+        self.now = 0.0
+        self.serial = 0
+        self.rebuild_every = rebuild_every
+        self.counts: Counter[str] = Counter()
+        self.decisions: list[tuple[str, ...]] = []
+        self.degraded: set[str] = set()  # gangs a bound member of which the driver deleted
+        self.specs: dict[str, GangSpec] = {}
+
+    # -- objects ---------------------------------------------------------------------------
+    def _node(self, i: int) -> NodeSpec:
+        r = self.rng
+        allocatable = {
+            "cpu": r.choice([2000, 8000, 32000]),
+            "memory": r.choice([16, 64, 256]) * GiB,
+            "pods": r.choice([3, 8, 110]),
+            GPU: 1000 * r.choice([0, 1, 2, 4, 8]),
+        }
+        return NodeSpec(f"n{i}", allocatable, unschedulable=r.random() < 0.1)
+
+    def _name(self, prefix: str) -> str:
+        self.serial += 1
+        return f"{prefix}{self.serial}"
+
+    def _requests(self) -> dict[str, int]:
+        r = self.rng
+        return {
+            "cpu": r.choice([100, 1000, 4000]),
+            "memory": r.choice([0, 1, 8]) * GiB,
+            GPU: r.choice([0, 0, 250, 500, 1000, 2000, 4000]),
+            "pods": 1,
+        }
+
+    def add_gang(self) -> None:
+        if len(self.state.waiting) >= MAX_WAITING:  # keep the queue short: cycles stay cheap
+            self.remove_gang()
+            return
+        r = self.rng
+        name = self._name("g")
+        size = r.randint(1, 6)
+        roles = size >= 2 and r.random() < 0.3
+        minimums = {"launcher": 1, "worker": r.randint(0, size - 1)} if roles else {}
+        timeout = r.choice([None, None, None, 5.0, 30.0])
+        spec = GangSpec(
+            "ns",
+            name,
+            r.randint(1, size),
+            API,
+            role_minimums=minimums,
+            priority=r.randint(0, 2),
+            timeout_seconds=timeout,
+        )
+        self.specs[spec.key] = spec
+        shape = self._requests()
+        pods = []
+        for i in range(size):
+            role = ("launcher" if i == 0 else "worker") if roles else ""
+            requests = {"cpu": 500, "pods": 1} if role == "launcher" else shape
+            pods.append(PodSpec("ns", f"{name}-{i}", requests, gang=GangRef(name, API), role=role))
+        first = r.random() < 0.5
+        if first:
+            self.state.add_gang(spec, self.now)
+        for pod in pods:
+            self.state.add_pod(pod, self.now)
+            self.counts["add pod"] += 1
+        if not first:
+            self.state.add_gang(spec, self.now)
+        self.counts["add gang"] += 1
+
+    def add_lone_pod(self) -> None:
+        if len(self.state.waiting) >= MAX_WAITING:
+            self.remove_pending()
+            return
+        self.state.add_pod(PodSpec("ns", self._name("lone"), self._requests()), self.now)
+        self.counts["add pod"] += 1
+
+    def remove_gang(self) -> None:
+        """A waiting gang deleted: its pending pods go (bound ones, if any, keep running)."""
+        waiting = sorted(self.state.waiting)
+        if waiting:
+            gang = self.state.waiting[self.rng.choice(waiting)]
+            for pod in gang.pending():
+                self.state.release(pod, PodStatus.DELETED)
+                self.counts["remove"] += 1
+
+    def remove_pending(self) -> None:
+        pending = [p for p in self.state.pods.values() if p.status is PodStatus.PENDING]
+        if pending:
+            self.state.release(self.rng.choice(sorted(pending, key=_key)), PodStatus.DELETED)
+            self.counts["remove"] += 1
+
+    # -- cycles and what the backend does with them -----------------------------------------
+    def cycle(self, dt: float | None = None) -> None:
+        self.now += self.rng.choice([0.5, 1.0, 3.0]) if dt is None else dt
+        freed = self.state.freed
+        before = {g.ident: _bound(g) for g in self.state.gangs.values()}
+        result = self.scheduler.cycle(self.state, self.now)
+        self.counts["cycle"] += 1
+        keys = [pod.key for pod, _ in result.binds]
+        assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
+        assert not result.evictions, "no action of these policies evicts"
+        for pod, node, gpus in result.unreserved:
+            self.state.unreserve(pod, node, gpus)
+        for pod, node in result.reservations:
+            self.state.reserve(pod, node)
+        for pod, node in result.binds:
+            assert pod.status in (PodStatus.ALLOCATED, PodStatus.RESERVED), pod.key
+            assert pod.node == node
+            self.state.bind(pod, node, self.now)
+            self.counts["bind"] += 1
+        for gang in result.timeouts:
+            assert gang.timed_out
+            self.counts["timeout"] += 1
+        for gang in result.blocked:
+            self.state.block(gang, freed)
+        if self.policy in GANG_POLICIES:
+            for ident in {pod.gang.ident for pod, _ in result.binds}:
+                gang = self.state.gangs[ident]
+                assert _bound(gang) >= min(gang.min_member, len(gang.members)) or ident in (
+                    self.degraded
+                ), f"{ident}: bound {before.get(ident)} → {_bound(gang)} < {gang.min_member}"
+        self.decisions.append(
+            (f"{self.now:g}", *sorted(f"{p.key}@{n}:{p.gpus}" for p, n in result.binds))
+        )
+
+    def finish_gang(self) -> None:
+        running = self._running()
+        if running:
+            gang = self.rng.choice(running)
+            for pod in list(gang.members):
+                if pod.status is PodStatus.BOUND:
+                    self.state.release(pod)
+            self.counts["finish"] += 1
+
+    def evict_gang(self) -> None:
+        """A whole gang evicted (as preemption would): every bound member deleted."""
+        running = self._running()
+        if running:
+            gang = self.rng.choice(running)
+            for pod in list(gang.members):
+                if pod.status in HOLDING:
+                    self.state.release(pod, PodStatus.DELETED)
+                    self.counts["evict"] += 1
+
+    def delete_bound_pod(self) -> None:
+        """One bound pod deleted under a running gang (a node drain, a user): the gang is left
+        below quorum by the cluster, not by the scheduler."""
+        bound = sorted(
+            (p for p in self.state.pods.values() if p.status is PodStatus.BOUND), key=_key
+        )
+        if bound:
+            pod = self.rng.choice(bound)
+            if not pod.gang.implicit:
+                self.degraded.add(pod.gang.ident)
+            self.state.release(pod, PodStatus.DELETED)
+            self.counts["delete bound"] += 1
+
+    def timeout_jump(self) -> None:
+        """Jump the clock past every scheduling timeout, then cycle."""
+        self.cycle(dt=60.0)
+
+    def _running(self) -> list[GangInfo]:
+        return sorted(
+            (
+                g
+                for g in self.state.gangs.values()
+                if not g.implicit and any(p.status is PodStatus.BOUND for p in g.members)
+            ),
+            key=lambda g: g.ident,
+        )
+
+    # -- statements -------------------------------------------------------------------------
+    def statement_roundtrip(self) -> None:
+        policy = get_policy(self.policy)
+        session = Session(
+            self.state,
+            policy.plugins(),
+            now=self.now,
+            rng=np.random.default_rng(self.rng.randrange(2**32)),
+            config=policy.config,
+        )
+        before = session_snapshot(session)
+        stmt = session.statement()
+        pods = sorted(self.state.pods.values(), key=_key)
+        for _ in range(self.rng.randint(1, 12)):
+            kind = self.rng.choice(["allocate", "allocate", "pipeline", "evict"])
+            if kind == "evict":
+                victims = [p for p in pods if p.status in (PodStatus.ALLOCATED, PodStatus.BOUND)]
+                if victims:
+                    stmt.evict(self.rng.choice(victims))
+                    self.counts["statement op"] += 1
+                continue
+            pending = [p for p in pods if p.status is PodStatus.PENDING and not p.invalid]
+            if not pending:
+                continue
+            pod = self.rng.choice(pending)
+            if kind == "allocate":
+                nodes = np.flatnonzero(session.feasible(pod)).tolist()
+                if nodes:
+                    stmt.allocate(pod, self.rng.choice(nodes))
+                    self.counts["statement op"] += 1
+            else:
+                stmt.pipeline(pod, self.rng.randrange(len(session.table)))
+                self.counts["statement op"] += 1
+        assert (session.table.requested <= session.table.allocatable).all()
+        stmt.discard()
+        session.close()
+        after = session_snapshot(session)
+        assert _equal(before, after), "discard did not restore the session exactly"
+        self.counts["discard"] += 1
+
+    # -- the loop ---------------------------------------------------------------------------
+    OPERATIONS: tuple[tuple[str, int], ...] = (
+        ("add_gang", 14),
+        ("add_lone_pod", 6),
+        ("remove_pending", 4),
+        ("cycle", 22),
+        ("finish_gang", 10),
+        ("evict_gang", 4),
+        ("delete_bound_pod", 2),
+        ("timeout_jump", 2),
+        ("statement_roundtrip", 6),
+    )
+
+    def run(self, steps: int) -> None:
+        names = [name for name, _ in self.OPERATIONS]
+        weights = [weight for _, weight in self.OPERATIONS]
+        before = Counter(self.counts)
+        try:
+            for step in range(1, steps + 1):
+                getattr(self, self.rng.choices(names, weights)[0])()
+                self.check()
+                if step % self.rebuild_every == 0:
+                    for extra in REBUILD_CHECKS:
+                        extra(self)
+        finally:
+            TOTAL.update(self.counts - before)
+
+    @property
+    def operations(self) -> int:
+        return sum(self.counts.values())
+
+    # -- invariants -------------------------------------------------------------------------
+    def check(self) -> None:
+        table = self.state.table
+        assert (table.requested <= table.allocatable).all(), "over-commit"
+        assert (table.requested >= 0).all()
+        expected = np.zeros_like(table.requested)
+        for pod in self.state.pods.values():
+            if pod.status in HOLDING:
+                expected[pod.node] += pod.request
+            else:
+                assert pod.status is not PodStatus.ALLOCATED, f"{pod.key} allocated outside"
+                assert not pod.gpus or pod.status is not PodStatus.PENDING, pod.key
+        assert np.array_equal(table.requested, expected), "requested != sum of holders"
+        free = table.gpu_free
+        assert ((free >= 0) & (free <= devices.WHOLE)).all(), "a GPU device out of range"
+        whole = table.allocatable[:, table.gpu_col] // devices.WHOLE
+        used = whole * devices.WHOLE - free.sum(axis=1)
+        assert np.array_equal(used, table.requested[:, table.gpu_col]), "GPU devices drift"
+        if self.policy in GANG_POLICIES:
+            for gang in self.state.gangs.values():
+                if gang.implicit or gang.ident in self.degraded:
+                    continue
+                bound = [p for p in gang.members if p.status in BOUND_LIKE]
+                if not bound or gang.invalid:
+                    continue
+                assert len(bound) >= gang.min_member, f"{gang.ident}: partial gang"
+                roles = Counter(p.spec.role for p in bound)
+                for role, need in gang.role_minimums.items():
+                    assert roles[role] >= need, f"{gang.ident}: role {role} below minimum"
+
+
+def _key(pod: PodInfo) -> str:
+    return pod.key
+
+
+def _bound(gang: GangInfo) -> int:
+    return sum(p.status in BOUND_LIKE for p in gang.members)
+
+
+def session_snapshot(session: Session) -> dict[str, Any]:
+    state = session.state
+    return {
+        "requested": session.table.requested.copy(),
+        "releasing": session.table.releasing.copy(),
+        "pipelined": session.table.pipelined.copy(),
+        "gpu_free": session.table.gpu_free.copy(),
+        "pods": {k: (p.status, p.node, p.gpus) for k, p in state.pods.items()},
+        "gangs": {
+            i: (g.placed, g.pipelined, Counter(g.placed_by_role)) for i, g in state.gangs.items()
+        },
+    }
+
+
+def _equal(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    arrays = ("requested", "releasing", "pipelined", "gpu_free")
+    return all(np.array_equal(a[k], b[k]) for k in arrays) and all(
+        a[k] == b[k] for k in ("pods", "gangs")
+    )
+
+
+def check_rebuilt(driver: EngineDriver) -> None:
+    """A state rebuilt from scratch from the same objects and binds equals the live one:
+    requested per node, every node's free GPU devices, and every gang's placed counters. Binds
+    are replayed on the devices the live state chose (an allocated pod keeps its devices)."""
+    live = driver.state
+    fresh = ClusterState(driver.node_specs, ResourceIndex())
+    for gang in live.gangs.values():
+        if not gang.implicit and gang.key in driver.specs:
+            fresh.add_gang(driver.specs[gang.key], gang.created)
+    ordered = sorted(live.pods.values(), key=lambda p: p.seq)
+    for pod in ordered:
+        fresh.add_pod(pod.spec, pod.created)
+    for pod in ordered:
+        copy = fresh.pods[pod.key]
+        if pod.status in (PodStatus.BOUND, PodStatus.RESERVED):
+            copy.node, copy.gpus = pod.node, pod.gpus
+            copy.gang.move(copy, PodStatus.ALLOCATED)
+            if pod.status is PodStatus.BOUND:
+                fresh.bind(copy, pod.node, pod.bound_at or 0.0)
+            else:
+                fresh.reserve(copy, pod.node)
+        elif pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
+            fresh.release(copy, pod.status)
+    assert np.array_equal(fresh.table.requested, live.table.requested), "requested differs"
+    assert np.array_equal(fresh.table.gpu_free, live.table.gpu_free), "GPU devices differ"
+    for ident, gang in live.gangs.items():
+        other = fresh.gangs[ident]
+        assert (other.placed, other.placed_by_role) == (gang.placed, gang.placed_by_role), ident
+        assert sorted(p.key for p in other.pending()) == sorted(p.key for p in gang.pending())
+    assert set(fresh.waiting) | set(fresh.blocked) >= set(live.waiting), "waiting differs"
+    driver.counts["rebuild check"] += 1
+
+
+REBUILD_CHECKS.append(check_rebuilt)
+
+
+def decisions(seed: int, policy: str, steps: int) -> list[tuple[str, ...]]:
+    """The binds of a run, in order (for "same seed, same decisions")."""
+    driver = EngineDriver(seed, policy)
+    driver.run(steps)
+    return driver.decisions
