@@ -117,7 +117,8 @@ def mutate(doc: Any, data: st.DataObject) -> None:
     if how == "remove":
         del parent[last]
     elif how == "replace":
-        parent[last] = data.draw(st.sampled_from(REPLACEMENTS), label="value")
+        # a copy: a later mutation may change it in place
+        parent[last] = copy.deepcopy(data.draw(st.sampled_from(REPLACEMENTS), label="value"))
     elif how == "deep":
         parent[last] = deep(2000)
     elif isinstance(parent, list):
