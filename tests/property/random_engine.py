@@ -1,12 +1,12 @@
 """A seeded random driver over the engine: many operations, invariants checked after each.
 
 Design: an :class:`EngineDriver` owns one ``ClusterState`` and one ``Scheduler`` and applies
-random operations to them the way a backend does — add gangs and lone pods, delete pending
-pods, run a cycle and apply its binds, reservations and blocked gangs, finish running gangs,
-evict a whole gang, delete one bound pod, jump the clock past scheduling timeouts, and open a
-Session whose Statement makes random allocate/pipeline/evict moves and is then discarded. It
-uses only the engine's public API (``ClusterState``, ``Scheduler(get_policy(...)).cycle``,
-``Session``/``Statement``). Each operation is counted (:attr:`EngineDriver.counts`).
+random operations to them the way a backend does — add nodes, gangs and lone pods, remove
+pending pods, run a cycle and carry it out through the shared applier
+(``framework.backend.apply`` with a ``MemoryBackend``), finish running gangs, evict a whole
+gang, delete one bound pod, jump the clock past scheduling timeouts, and open a Session whose
+Statement makes random allocate/pipeline/evict moves and is then discarded. It uses only the
+engine's public API. Each operation is counted (:attr:`EngineDriver.counts`).
 
 Invariants (:meth:`EngineDriver.check`, after every operation):
 
@@ -19,12 +19,11 @@ Invariants (:meth:`EngineDriver.check`, after every operation):
   devices equals its requested GPU;
 - **discard restores exactly**: a discarded Statement leaves table, pods and gangs as before;
 - **same seed, same decisions**: :func:`decisions` of one seed twice are equal;
-- **incremental equals rebuilt**: :data:`REBUILD_CHECKS` holds functions called with the driver
-  every ``rebuild_every`` operations; :func:`check_rebuilt` (registered) rebuilds a state from
-  the same objects and binds and compares requested, free devices and gang counters. When
-  ``ClusterState`` gains incremental updates (node add/remove, spec updates), add their
-  operations here and keep this check: it is the hook for "incremental state equals state
-  rebuilt from scratch".
+- **incremental equals rebuilt**: every ``rebuild_every`` operations the functions of
+  :data:`REBUILD_CHECKS` run; :func:`check_rebuilt` builds a state from scratch from the same
+  node, gang and pod specs and compares ``ClusterState.fingerprint``. New incremental
+  operations (node update/removal, pod spec updates) belong in ``OPERATIONS``, kept under
+  this check.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from phalanx.cluster import devices
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.framework.backend import MemoryBackend, apply
 from phalanx.framework.session import Session
 from phalanx.policies import Scheduler, get_policy
 
@@ -52,6 +52,7 @@ GANG_POLICIES = ("phalanx", "volcano")
 POLICIES = ("phalanx", "volcano", "coscheduling", "kube-default")
 #: Waiting gangs at most; an add beyond it removes one instead.
 MAX_WAITING = 8
+MAX_NODES = 10
 HOLDING = (PodStatus.BOUND, PodStatus.RESERVED, PodStatus.RELEASING)
 BOUND_LIKE = (PodStatus.BOUND, PodStatus.SUCCEEDED)
 
@@ -86,6 +87,14 @@ class EngineDriver:
             GPU: 1000 * r.choice([0, 1, 2, 4, 8]),
         }
         return NodeSpec(f"n{i}", allocatable, unschedulable=r.random() < 0.1)
+
+    def add_node(self) -> None:
+        """A node joins the cluster (its resource names may be new to the index)."""
+        if len(self.node_specs) < MAX_NODES:
+            spec = self._node(len(self.node_specs))
+            self.node_specs.append(spec)
+            self.state.add_node(spec)
+            self.counts["add node"] += 1
 
     def _name(self, prefix: str) -> str:
         self.serial += 1
@@ -149,39 +158,32 @@ class EngineDriver:
         if waiting:
             gang = self.state.waiting[self.rng.choice(waiting)]
             for pod in gang.pending():
-                self.state.release(pod, PodStatus.DELETED)
+                self.state.remove_pod(pod.key)
                 self.counts["remove"] += 1
 
     def remove_pending(self) -> None:
         pending = [p for p in self.state.pods.values() if p.status is PodStatus.PENDING]
         if pending:
-            self.state.release(self.rng.choice(sorted(pending, key=_key)), PodStatus.DELETED)
+            self.state.remove_pod(self.rng.choice(sorted(pending, key=_key)).key)
             self.counts["remove"] += 1
 
     # -- cycles and what the backend does with them -----------------------------------------
     def cycle(self, dt: float | None = None) -> None:
         self.now += self.rng.choice([0.5, 1.0, 3.0]) if dt is None else dt
-        freed = self.state.freed
         before = {g.ident: _bound(g) for g in self.state.gangs.values()}
         result = self.scheduler.cycle(self.state, self.now)
         self.counts["cycle"] += 1
         keys = [pod.key for pod, _ in result.binds]
         assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
         assert not result.evictions, "no action of these policies evicts"
-        for pod, node, gpus in result.unreserved:
-            self.state.unreserve(pod, node, gpus)
-        for pod, node in result.reservations:
-            self.state.reserve(pod, node)
         for pod, node in result.binds:
             assert pod.status in (PodStatus.ALLOCATED, PodStatus.RESERVED), pod.key
             assert pod.node == node
-            self.state.bind(pod, node, self.now)
-            self.counts["bind"] += 1
+        apply(result, self.state, MemoryBackend(self.state, self.now))  # the shared applier
+        self.counts["bind"] += len(result.binds)
         for gang in result.timeouts:
             assert gang.timed_out
             self.counts["timeout"] += 1
-        for gang in result.blocked:
-            self.state.block(gang, freed)
         if self.policy in GANG_POLICIES:
             for ident in {pod.gang.ident for pod, _ in result.binds}:
                 gang = self.state.gangs[ident]
@@ -208,7 +210,8 @@ class EngineDriver:
             gang = self.rng.choice(running)
             for pod in list(gang.members):
                 if pod.status in HOLDING:
-                    self.state.release(pod, PodStatus.DELETED)
+                    self.state.evict(pod)  # releasing: still holds its node
+                    self.state.remove_pod(pod.key)  # then gone
                     self.counts["evict"] += 1
 
     def delete_bound_pod(self) -> None:
@@ -221,7 +224,7 @@ class EngineDriver:
             pod = self.rng.choice(bound)
             if not pod.gang.implicit:
                 self.degraded.add(pod.gang.ident)
-            self.state.release(pod, PodStatus.DELETED)
+            self.state.remove_pod(pod.key)
             self.counts["delete bound"] += 1
 
     def timeout_jump(self) -> None:
@@ -289,6 +292,7 @@ class EngineDriver:
         ("delete_bound_pod", 2),
         ("timeout_jump", 2),
         ("statement_roundtrip", 6),
+        ("add_node", 1),
     )
 
     def run(self, steps: int) -> None:
@@ -370,35 +374,30 @@ def _equal(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def check_rebuilt(driver: EngineDriver) -> None:
-    """A state rebuilt from scratch from the same objects and binds equals the live one:
-    requested per node, every node's free GPU devices, and every gang's placed counters. Binds
-    are replayed on the devices the live state chose (an allocated pod keeps its devices)."""
+    """A state rebuilt from scratch from the same objects equals the live, incrementally
+    changed one (``ClusterState.fingerprint``: every node's usage and free GPU devices, every
+    pod's status, node and devices, every gang's counts). Bound pods are added bound on the
+    devices the live state chose."""
     live = driver.state
     fresh = ClusterState(driver.node_specs, ResourceIndex())
     for gang in live.gangs.values():
         if not gang.implicit and gang.key in driver.specs:
             fresh.add_gang(driver.specs[gang.key], gang.created)
-    ordered = sorted(live.pods.values(), key=lambda p: p.seq)
-    for pod in ordered:
-        fresh.add_pod(pod.spec, pod.created)
-    for pod in ordered:
-        copy = fresh.pods[pod.key]
-        if pod.status in (PodStatus.BOUND, PodStatus.RESERVED):
+    for pod in sorted(live.pods.values(), key=lambda p: p.seq):
+        if pod.status in (PodStatus.BOUND, PodStatus.SUCCEEDED):  # a finished pod ran there
+            node = fresh.node_index(live.table.names[pod.node])
+            assert node is not None
+            gpus = pod.gpus if pod.status is PodStatus.BOUND else None
+            copy = fresh.add_bound_pod(pod.spec, node, pod.bound_at or 0.0, gpus)
+            if pod.status is PodStatus.SUCCEEDED:
+                fresh.release(copy, pod.status)
+            continue
+        copy = fresh.add_pod(pod.spec, pod.created)
+        if pod.status is PodStatus.RESERVED:
             copy.node, copy.gpus = pod.node, pod.gpus
             copy.gang.move(copy, PodStatus.ALLOCATED)
-            if pod.status is PodStatus.BOUND:
-                fresh.bind(copy, pod.node, pod.bound_at or 0.0)
-            else:
-                fresh.reserve(copy, pod.node)
-        elif pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
-            fresh.release(copy, pod.status)
-    assert np.array_equal(fresh.table.requested, live.table.requested), "requested differs"
-    assert np.array_equal(fresh.table.gpu_free, live.table.gpu_free), "GPU devices differ"
-    for ident, gang in live.gangs.items():
-        other = fresh.gangs[ident]
-        assert (other.placed, other.placed_by_role) == (gang.placed, gang.placed_by_role), ident
-        assert sorted(p.key for p in other.pending()) == sorted(p.key for p in gang.pending())
-    assert set(fresh.waiting) | set(fresh.blocked) >= set(live.waiting), "waiting differs"
+            fresh.reserve(copy, pod.node)
+    assert fresh.fingerprint() == live.fingerprint(), "incremental state != rebuilt state"
     driver.counts["rebuild check"] += 1
 
 
