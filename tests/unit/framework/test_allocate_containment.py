@@ -10,6 +10,7 @@ import pytest
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
+from phalanx.framework.backend import run_cycle
 from phalanx.framework.session import Session
 from phalanx.policies import Scheduler, get_policy
 
@@ -32,20 +33,18 @@ def test_a_gang_whose_placement_raises_waits_and_the_others_bind(
 ) -> None:
     real = Session.select_node
 
-    def select_node(self: Session, pod: object) -> int | None:
+    def select_node(self: Session, pod: object, *args: object) -> int | None:
         if getattr(pod, "key", "") == "ns/bad-1":
             raise OverflowError("Python int too large to convert to C long")
-        return real(self, pod)  # type: ignore[arg-type]
+        return real(self, pod, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Session, "select_node", select_node)
     state = state_with_two_gangs()
     scheduler = Scheduler(get_policy(policy))
     waiting = {}
     for now in (1.0, 2.0):
-        result = scheduler.cycle(state, now)
-        waiting = result.waiting
-        for pod, node in result.binds:
-            state.bind(pod, node, now)
+        result = run_cycle(scheduler, state, now)  # the shared applier
+        waiting = {**waiting, **result.waiting}
     bound = sorted(p.key for p in state.pods.values() if p.node >= 0)
     if policy == "kube-default":  # pod by pod: bad-0 binds, bad-1 is the one that raised
         assert bound == ["ns/bad-0", "ns/good-0", "ns/good-1"]
