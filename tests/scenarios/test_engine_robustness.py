@@ -111,7 +111,7 @@ def test_a_gang_that_failed_for_room_is_parked_until_room_frees() -> None:
     state.add_pod(pod("newcomer"), 2.0)  # an arrival only takes room away: still parked
     assert "default/g" in state.blocked
     assert scheduler.cycle(state, 2.0).attempts == 1  # only the newcomer was tried
-    state.release(hog)  # room freed: every parked gang is worth a try again
-    assert "default/g" in state.waiting and not state.blocked
+    state.release(hog)  # room freed: the parked gang could fit now, so the next look wakes it
+    assert "default/g" in {g.ident for g in state.waiting_gangs()} and not state.blocked
     retry = scheduler.cycle(state, 3.0)
     assert sorted(p.spec.name for p, _ in retry.binds) == ["g-0", "g-1"]

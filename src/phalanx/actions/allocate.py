@@ -20,8 +20,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from phalanx.cluster.hints import Hint
 from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.explain import needs, progress
+from phalanx.framework.explain import shapes as shapes_of
 from phalanx.framework.plugin import Placements, PodChoice
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Statement
@@ -40,11 +42,13 @@ class Allocate:
 
     def execute(self, session: Session) -> None:
         failed: dict[Signature, str] = {}
+        hints: dict[Signature, Hint | None] = {}  # one failure class per signature
+        lone = _LoneFailures()  # pod-at-a-time units: which gangs failed with every pod
         for unit in session.units():
             verdict = session.invalid(unit)
             if verdict is not None:
                 session.wait(unit.gang, *verdict)
-                self._block(session, unit)
+                self._block(session, unit, _INVALID)
                 continue
             signature = _signature(unit)
             unit.gang.attempted = session.state.version
@@ -53,13 +57,22 @@ class Allocate:
                 try:
                     placements = session.placements(unit)
                     if self._place(session, unit, placements):
+                        lone.placed(unit)
                         continue
                 except Exception as exc:  # contained to this gang; the others go on
                     self._contain(session, unit, exc)
                     continue
                 failed[signature] = placements.why or needs(session, unit)
             session.wait(unit.gang, "NotEnoughResources", progress(unit) + failed[signature])
-            self._block(session, unit)
+            if session.config.gang_units:
+                if signature not in hints:
+                    hints[signature] = _hint(session, unit, signature)
+                hint = hints[signature] if not unit.gang.placed else None
+                self._block(session, unit, hint)
+            else:
+                lone.failed(unit, signature)
+        for unit, hint in lone.whole():
+            self._block(session, unit, hint if session.static_order else None)
 
     def _contain(self, session: Session, unit: Unit, exc: Exception) -> None:
         message = f"placement failed: {type(exc).__name__}: {exc}"[:300]
@@ -69,23 +82,32 @@ class Allocate:
         session.wait(unit.gang, "InternalError", message)
 
     @staticmethod
-    def _block(session: Session, unit: Unit) -> None:
-        """A whole gang that failed need not be retried until room frees up (or it gains a
-        member); a gang waiting for its timeout check is kept so the timeout is noticed."""
+    def _block(session: Session, unit: Unit, hint: Hint | None) -> None:
+        """A gang that failed need not be retried until an event could let it fit (or it
+        gains a member); a gang waiting for its timeout check is kept so the timeout is
+        noticed, and one in timeout backoff wakes on any release (its backoff counts
+        failures)."""
         gang = unit.gang
         timeout = gang.timeout
-        if not session.config.gang_units or gang.ready():
+        if session.config.gang_units and gang.ready():
             return
-        if timeout is not None and not session.timed_out(gang) and session.config.timeouts:
-            return
+        if timeout is not None and session.config.timeouts:
+            if not session.timed_out(gang):
+                return
+            hint = None
+        session.result.hints[gang.ident] = (hint, unit.order)
         session.result.blocked.append(gang)
 
     def _place(self, session: Session, unit: Unit, placements: Placements) -> bool:
+        draws = session.rng.bit_generator.state  # a failed placement leaves no trace
         where = placements.where
-        return any(
+        placed = any(
             self._attempt(session, unit, attempt(), where[i] if i < len(where) else "")
             for i, attempt in enumerate(placements.attempts)
         )
+        if not placed:
+            session.rng.bit_generator.state = draws
+        return placed
 
     def _attempt(
         self, session: Session, unit: Unit, choices: Iterator[PodChoice], where: str
@@ -118,28 +140,86 @@ class Allocate:
             stmt.commit()
             session.placed(gang, where)
             return True
-        return _give_up(stmt)
-
-
-def _give_up(stmt: Statement) -> bool:
-    stmt.discard()
-    return False
+        stmt.discard()
+        return False
 
 
 def _signature(unit: Unit) -> Signature:
     """Units with the same signature need the same room (for the failure shortcut)."""
     gang = unit.gang
-    roles = tuple(
-        sorted(
-            (role, need - gang.placed_by_role[role]) for role, need in gang.role_minimums.items()
+    roles = (
+        tuple(
+            sorted(
+                (role, need - gang.placed_by_role[role])
+                for role, need in gang.role_minimums.items()
+            )
         )
+        if gang.role_minimums
+        else ()
     )
-    shapes = tuple(sorted((_shape(pod) for pod in unit.pods), key=lambda s: (s[0], s[2], s[3])))
+    if len(unit.pods) == 1:
+        shapes: tuple[tuple[bytes, object, str, str, object], ...] = (_shape(unit.pods[0]),)
+    else:
+        shapes = tuple(sorted(map(_shape, unit.pods), key=lambda s: (s[0], s[2], s[3])))
     spec = gang.spec
     topology = None if spec is None else (spec.topology, tuple(sorted(spec.role_topology.items())))
     return (gang.min_member - gang.placed, gang.ready(), roles, shapes, topology)
 
 
+_BYTES: dict[int, tuple[object, bytes]] = {}  # id(request) → (request, its bytes), see _shape
+
+
 def _shape(pod: PodInfo) -> tuple[bytes, object, str, str, object]:
-    spec = pod.spec
-    return (pod.request.tobytes(), spec.placement, spec.role, pod.invalid or "", spec.topology)
+    request, spec = pod.request, pod.spec
+    known = _BYTES.get(id(request))
+    if known is None or known[0] is not request:
+        if len(_BYTES) > 4096:
+            _BYTES.clear()
+        known = _BYTES[id(request)] = (request, request.tobytes())
+    return (known[1], spec.placement, spec.role, pod.invalid or "", spec.topology)
+
+
+#: The failure class of gangs that are not valid: no release can change that.
+_INVALID = Hint(("invalid",), (), 1)
+
+
+def _hint(session: Session, unit: Unit, signature: Signature) -> Hint | None:
+    """The failure class of a gang unit; None (wake on any release) when its order key may
+    move while it waits (something of it is placed, or an ordering plugin is dynamic)."""
+    if unit.gang.placed or not session.static_order:
+        return None
+    shapes = tuple((pod.request, pod.spec.placement, n) for pod, n in shapes_of(unit.pods))
+    return Hint(signature, shapes, unit.gang.min_member - unit.gang.placed)
+
+
+class _LoneFailures:
+    """Pod-at-a-time units: a gang is parked only when every pending pod of it failed this
+    cycle with one signature (one shape); each of its pods then needs one pod of room."""
+
+    def __init__(self) -> None:
+        self._failed: dict[str, tuple[Unit, Signature, int]] = {}
+        self._placed: set[str] = set()
+
+    def placed(self, unit: Unit) -> None:
+        self._placed.add(unit.gang.ident)
+
+    def failed(self, unit: Unit, signature: Signature) -> None:
+        ident = unit.gang.ident
+        first = self._failed.get(ident)
+        if first is None:
+            self._failed[ident] = (unit, signature, 1)
+        elif first[1] == signature:
+            self._failed[ident] = (first[0], signature, first[2] + 1)
+        else:
+            self._placed.add(ident)  # several shapes: retried every cycle
+
+    def whole(self) -> list[tuple[Unit, Hint]]:
+        out = []
+        for ident, (unit, signature, count) in self._failed.items():
+            gang = unit.gang
+            if ident in self._placed or count != len(gang.pending()):
+                continue
+            pod = unit.pods[0]
+            hint = Hint(signature, ((pod.request, pod.spec.placement, 1),), 1)
+            out.append((unit, hint))
+        return out

@@ -98,7 +98,7 @@ class Coscheduling:
         freed = -2 if self.freed_now else session.freed
         pods = [
             pod
-            for gang in session.state.waiting_gangs()
+            for gang in session.state.waiting_gangs(session.table)
             for pod in gang.pending()
             if pod.blocked_at != freed and session.ours(pod, gang)
         ]

@@ -9,8 +9,11 @@ GPU devices are tracked too: ``gpu_free[N, G]`` (see :mod:`phalanx.cluster.devic
 whole-GPU pod needs whole free GPUs and a GPU share needs one GPU with room, not just enough
 GPU in total on the node.
 
-``free = allocatable - requested`` is what a pod may take now; ``future_free = free +
-releasing - pipelined`` is what it may claim once evicted pods are gone (Volcano's FutureIdle).
+``free = allocatable - requested`` is what a pod may take now (kept column-major and updated
+row by row in :meth:`NodeTable.add`/``remove``, with each node's count of fully free GPUs, so
+a fit test reads a few contiguous vectors instead of recomputing ``[N, R]`` temporaries);
+``future_free = free + releasing - pipelined`` is what it may claim once evicted pods are gone
+(Volcano's FutureIdle).
 
 **Change.** The table lives as long as its :class:`~phalanx.cluster.state.ClusterState`. Nodes
 are added (a row appended), updated (their row and facts replaced) and removed (the row
@@ -39,6 +42,8 @@ from phalanx.cluster.labels import LabelIndex, Mask, TaintIndex
 from phalanx.cluster.resources import ResourceIndex, Vector, saturating_sum
 
 Matrix = npt.NDArray[np.int64]
+#: One allocatable column: values, divisor max(alloc, 1), alloc > 0, and whether all are > 0.
+AllocColumn = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Mask, bool]
 
 
 #: Where a removed node's row stays: no name, nothing allocatable, never schedulable.
@@ -102,6 +107,12 @@ class NodeTable:
         self.pipelined = np.zeros(shape, np.int64) if pipelined is None else pipelined
         self._total: Vector | None = None
         self._shared = False  # the usage matrices belong to another table until a write
+        # Kept up to date by add/remove (built on first use): allocatable - requested in
+        # column-major order, so one resource of every node is one contiguous vector, and
+        # each node's count of fully free GPUs.
+        self._free: Matrix | None = None
+        self._whole: npt.NDArray[np.int64] | None = None
+        self._columns: dict[int, AllocColumn] = {}  # static: shared by every copy
 
     @classmethod
     def build(cls, nodes: Sequence[NodeSpec], index: ResourceIndex) -> NodeTable:
@@ -130,6 +141,8 @@ class NodeTable:
         )
         table._total = self._total
         table._shared = True
+        table._columns = self._columns
+        table._free, table._whole = self._free, self._whole  # copied on the first write
         return table
 
     def _own(self) -> None:
@@ -138,7 +151,17 @@ class NodeTable:
             self.releasing = self.releasing.copy()
             self.pipelined = self.pipelined.copy()
             self.gpu_free = self.gpu_free.copy()
+            if self._free is not None:
+                self._free = self._free.copy(order="F")
+            if self._whole is not None:
+                self._whole = self._whole.copy()
             self._shared = False
+
+    def _drop_derived(self) -> None:
+        """Nodes or columns changed: the maintained free matrices are built again."""
+        self._total = None
+        self._free = self._whole = None
+        self._columns = {}
 
     def live_count(self) -> int:
         """Nodes that exist (tombstones of removed nodes left out)."""
@@ -147,16 +170,48 @@ class NodeTable:
     def free(self) -> Matrix:
         return self.allocatable - self.requested
 
+    def free_columns(self) -> Matrix:
+        """``allocatable - requested``, column-major, maintained incrementally."""
+        if self._free is None:
+            self._free = np.asfortranarray(self.allocatable - self.requested)
+        return self._free
+
+    def alloc_column(self, col: int) -> AllocColumn:
+        """Column ``col`` of allocatable (contiguous), its divisor ``max(alloc, 1)`` and
+        whether every node has some of it (cached: allocatable is static)."""
+        column = self._columns.get(col)
+        if column is None:
+            alloc = np.ascontiguousarray(self.allocatable[:, col])
+            column = (alloc, np.maximum(alloc, 1), alloc > 0, bool((alloc > 0).all()))
+            self._columns[col] = column
+        return column
+
+    def whole_free(self) -> npt.NDArray[np.int64]:
+        """Per node, how many of its GPUs are entirely free (maintained incrementally)."""
+        if self._whole is None:
+            self._whole = np.asarray((self.gpu_free == devices.WHOLE).sum(axis=1), np.int64)
+        return self._whole
+
     def fits(self, request: Vector, *, future: bool = False) -> Mask:
         """Nodes where ``request`` fits on every resource it asks for."""
         cols = np.flatnonzero(request)
-        free = self.allocatable[:, cols] - self.requested[:, cols]
         if future:
+            free = self.allocatable[:, cols] - self.requested[:, cols]
             free = free + self.releasing[:, cols] - self.pipelined[:, cols]
-        mask = np.asarray(np.all(free >= request[cols], axis=1), dtype=bool)
+            return np.asarray(np.all(free >= request[cols], axis=1), dtype=bool)
+        table = self.free_columns()
+        mask = np.ones(len(self), dtype=bool)
+        column = np.empty(len(self), dtype=bool)
+        for col in cols.tolist():
+            np.greater_equal(table[:, col], request[col], out=column)
+            mask &= column
         gpu = int(request[self.gpu_col])
-        if gpu and not future:
-            mask &= devices.fits(self.gpu_free, gpu)
+        if gpu:
+            count, each = devices.shape(gpu)
+            if each == devices.WHOLE:
+                mask &= self.whole_free() >= count
+            else:
+                mask &= devices.fits(self.gpu_free, gpu)
         return mask
 
     def capacity_for(self, request: Vector, mask: Mask) -> int:
@@ -165,16 +220,25 @@ class NodeTable:
 
     def capacity_per_node(self, request: Vector, mask: Mask) -> Matrix:
         """How many pods of shape ``request`` fit on each node of ``mask`` (0 elsewhere)."""
-        cols = np.flatnonzero(request)
+        cols = np.flatnonzero(request).tolist()
         per_node = np.zeros(len(self), dtype=np.int64)
-        if cols.size == 0:
+        if not cols:
             return per_node
-        free = self.allocatable[mask][:, cols] - self.requested[mask][:, cols]
-        inside = np.min(np.maximum(free, 0) // request[cols], axis=1)
+        rows = np.flatnonzero(mask)
+        table = self.free_columns()
+        inside: npt.NDArray[np.int64] | None = None
+        for col in cols:
+            room = np.maximum(table[rows, col], 0) // request[col]
+            inside = room if inside is None else np.minimum(inside, room, out=inside)
+        assert inside is not None
         gpu = int(request[self.gpu_col])
         if gpu:
-            inside = np.minimum(inside, devices.capacity(self.gpu_free[mask], gpu))
-        per_node[mask] = inside
+            count, each = devices.shape(gpu)
+            if each == devices.WHOLE:
+                inside = np.minimum(inside, self.whole_free()[rows] // count)
+            else:
+                inside = np.minimum(inside, devices.capacity(self.gpu_free[rows], gpu))
+        per_node[rows] = inside
         return per_node
 
     def pick_gpus(self, node: int, request: Vector) -> tuple[int, ...]:
@@ -184,14 +248,24 @@ class NodeTable:
     def add(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
         self._own()
         self.requested[node] += request
+        if self._free is not None:
+            self._free[node] -= request
         if gpus:
             self.gpu_free[node, list(gpus)] -= devices.per_device(int(request[self.gpu_col]))
+            self._recount(node)
 
     def remove(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
         self._own()
         self.requested[node] -= request
+        if self._free is not None:
+            self._free[node] += request
         if gpus:
             self.gpu_free[node, list(gpus)] += devices.per_device(int(request[self.gpu_col]))
+            self._recount(node)
+
+    def _recount(self, node: int) -> None:
+        if self._whole is not None:
+            self._whole[node] = int(np.count_nonzero(self.gpu_free[node] == devices.WHOLE))
 
     def pipeline(self, node: int, request: Vector, sign: int = 1) -> None:
         """Claim (``sign=1``) or give back (``-1``) ``node``'s future free resources."""
@@ -232,7 +306,7 @@ class NodeTable:
         row_free[: used.size] -= used
         self.gpu_free[row] = np.maximum(row_free, 0)
         self.facts = NodeFacts(specs)
-        self._total = None
+        self._drop_derived()
 
     def _device_capacity(self, row: int) -> npt.NDArray[np.int64]:
         """The devices node ``row`` was built with (before an update)."""
@@ -251,7 +325,7 @@ class NodeTable:
         self.requested = grow(self.requested)
         self.releasing = grow(self.releasing)
         self.pipelined = grow(self.pipelined)
-        self._total = None
+        self._drop_derived()
 
     def total_allocatable(self) -> Vector:
         """Allocatable summed over schedulable nodes (cached: both are static)."""

@@ -31,10 +31,12 @@ state so a test can check that incremental changes equal a state rebuilt from sc
 failed at the current version would fail again, so nobody needs to retry it before the
 version moves.
 
-``blocked`` holds gangs that failed for lack of room (or of members) — the queueing hint of
+``blocked`` holds gangs that failed for lack of room (or of members) — the queueing hints of
 kube-scheduler's unschedulable queue: arrivals and binds only take room away, so such a gang
-is not worth another attempt until resources are freed (``freed`` moves) or it gains a
-member. Long queues then cost a cycle nothing.
+is not worth another attempt until resources are freed (``freed`` moves) and the freed room
+could hold it, or it gains or loses a member, or nodes change. Parked gangs sit in failure
+classes (:mod:`phalanx.cluster.hints`); a release wakes only the first gangs of the classes
+the room could now hold. Long queues then cost a cycle nothing.
 
 Backends (the simulator, later the Kubernetes watch) are the only writers: they add and remove
 objects and apply committed binds. ``waiting`` keeps, in arrival order, the gangs that have at
@@ -43,13 +45,14 @@ least one pending member, so a cycle never scans finished work.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
-from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
+from phalanx.api.specs import GangSpec, NodeSpec, PodSpec, Resources
 from phalanx.cluster import devices
+from phalanx.cluster.hints import CapacityOf, Hint, Parked, wake_count
 from phalanx.cluster.nodes import TOMBSTONE, NodeTable
-from phalanx.cluster.resources import ResourceIndex
+from phalanx.cluster.resources import ResourceIndex, Vector
 from phalanx.cluster.topology import TopologySource
 from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 
@@ -64,9 +67,13 @@ class ClusterState:
         self.waiting: dict[str, GangInfo] = {}
         self.orphans: dict[str, list[PodInfo]] = {}  # pods whose PodGroup has not appeared
         self._seq = 0
+        self._last_requests: tuple[Resources, Vector, Vector, list[str]] | None = None
         self.version = 0
         self.freed = 0  # counts releases of resources
-        self.blocked: dict[str, GangInfo] = {}
+        self.blocked: dict[str, GangInfo] = {}  # parked gangs (queueing hints)
+        self.hints = True  # False: a parked gang wakes on any release (the coarse reference)
+        self._parked: dict[Hashable, Parked] = {}  # failure class → its parked gangs
+        self._class_of: dict[str, Hashable] = {}
         #: pod key → node index: binds the engine committed that the API has not confirmed
         self.assumed: dict[str, int] = {}
         #: pods invalid only because no node offers a resource they request (re-checked when
@@ -83,7 +90,7 @@ class ClusterState:
         self._grow(spec.allocatable)
         self.table.set_node(len(self.table) if row is None else row, spec)
         self.version += 1
-        self._freed()  # room may have appeared
+        self.room_changed()  # room may have appeared, and validity may change
         self._recheck_unoffered()
         return len(self.table) - 1 if row is None else row
 
@@ -140,14 +147,7 @@ class ClusterState:
         created by its first pod, and raised to the role minimums later pods declare."""
         if spec.declared_gang is not None:
             self._declare(spec.declared_gang, now)
-        self._grow({k: v for k, v in spec.requests.items() if v})
-        request = self.index.vector({k: v for k, v in spec.requests.items() if k in self.index})
-        offered = self.table.total_allocatable() > 0
-        unknown = sorted(
-            name
-            for name, amount in spec.requests.items()
-            if amount and not offered[self.index.position[name]]
-        )
+        request, unknown = self._vector_of(spec.requests)
         gang_key = spec.gang_key
         if gang_key is None:
             gang = GangInfo(key=spec.key, spec=None, min_member=1, role_minimums={}, created=now)
@@ -178,6 +178,25 @@ class ClusterState:
             if need > have:
                 gang.role_minimums[role] = need
                 gang.min_member += need - have
+
+    def _vector_of(self, requests: Resources) -> tuple[Vector, list[str]]:
+        """The request vector and the names no node offers. Pods made from one template (a
+        Job's) share one requests mapping, and then one read-only vector, until the index or
+        the nodes change."""
+        last = self._last_requests
+        if last is not None and last[0] is requests and last[1] is self.table.total_allocatable():
+            return last[2], last[3]
+        self._grow({k: v for k, v in requests.items() if v})
+        request = self.index.vector({k: v for k, v in requests.items() if k in self.index})
+        total = self.table.total_allocatable()
+        unknown = sorted(
+            name
+            for name, amount in requests.items()
+            if amount and not total[self.index.position[name]] > 0
+        )
+        request.flags.writeable = False
+        self._last_requests = (requests, total, request, unknown)
+        return request, unknown
 
     def _join(self, pod: PodInfo) -> None:
         pod.gang.add(pod)
@@ -220,6 +239,7 @@ class ClusterState:
             )
             self.table.add(pod.node, request, pod.gpus)
             self._freed()
+        pod.gang.generation += 1  # its requests changed: validity is computed again
         pod.request = request
         pod.spec = spec
         self.version += 1
@@ -244,7 +264,7 @@ class ClusterState:
         if gang.implicit or (not gang.members and gang.spec is None):
             self.gangs.pop(gang.ident, None)
             self.waiting.pop(gang.ident, None)
-            self.blocked.pop(gang.ident, None)
+            self._unpark(gang.ident)
         else:
             self._refresh_waiting(gang)
         self.version += 1
@@ -272,7 +292,7 @@ class ClusterState:
         if gang is None:
             return
         self.waiting.pop(gang.ident, None)
-        self.blocked.pop(gang.ident, None)
+        self._unpark(gang.ident)
         holder = _placeholder(key, gang.created)
         for pod in gang.members:
             pod.gang = holder
@@ -368,12 +388,13 @@ class ClusterState:
             self._freed()
         self.version += 1
         pod.gang.move(pod, status)
+        self.unblock(pod.gang)  # its own pending set or need changed
         self._refresh_waiting(pod.gang)
 
     def _refresh_waiting(self, gang: GangInfo) -> None:
         if gang.ident in self.blocked:
             if not gang.waiting_members:
-                del self.blocked[gang.ident]
+                self._unpark(gang.ident)
             return
         if gang.waiting_members:
             self.waiting.setdefault(gang.ident, gang)
@@ -381,24 +402,85 @@ class ClusterState:
             self.waiting.pop(gang.ident, None)
 
     # -- queueing hints ------------------------------------------------------------------------
-    def block(self, gang: GangInfo, freed: int) -> None:
-        """Park ``gang`` until resources are freed; ``freed`` is the count it failed at (a
-        release since then means it may fit now, so it stays waiting)."""
-        if freed == self.freed and gang.ident in self.waiting:
-            self.blocked[gang.ident] = self.waiting.pop(gang.ident)
+    def block(
+        self,
+        gang: GangInfo,
+        freed: int,
+        hint: Hint | None = None,
+        order: tuple[float, ...] = (),
+    ) -> None:
+        """Park ``gang`` until an event could let it fit; ``freed`` is the count it failed at
+        (a release since then means it may fit now, so it stays waiting). Its ``hint`` names
+        its failure class (:mod:`phalanx.cluster.hints`); without one, or with hints off, any
+        release wakes it; ``order`` is its order key (static while it is parked)."""
+        if freed != self.freed or gang.ident not in self.waiting:
+            return
+        self.blocked[gang.ident] = self.waiting.pop(gang.ident)
+        hint = hint if self.hints else None
+        key = None if hint is None else hint.key
+        parked = self._parked.get(key)
+        if parked is None:
+            parked = self._parked[key] = Parked(hint, self.freed)
+        parked.add(gang.ident, gang, () if hint is None else order)
+        self._class_of[gang.ident] = key
 
     def unblock(self, gang: GangInfo) -> None:
-        if self.blocked.pop(gang.ident, None) is not None:
+        if self._unpark(gang.ident):
             self._refresh_waiting(gang)
 
-    def _freed(self) -> None:
-        self.freed += 1
-        if self.blocked:
-            parked, self.blocked = self.blocked, {}
-            for gang in parked.values():
-                self._refresh_waiting(gang)
+    def _unpark(self, ident: str) -> bool:
+        """Take ``ident`` out of the parked gangs (whether it is waiting is not decided)."""
+        if self.blocked.pop(ident, None) is None:
+            return False
+        key = self._class_of.pop(ident)
+        parked = self._parked[key]
+        parked.remove(ident)
+        if not parked:
+            del self._parked[key]
+        return True
 
-    def waiting_gangs(self) -> Iterable[GangInfo]:
+    def _freed(self) -> None:
+        """Resources came back: the coarse class wakes now, the others at the next look."""
+        self.freed += 1
+        coarse = self._parked.pop(None, None)
+        if coarse is not None:
+            for ident, gang in coarse.gangs():
+                self._wake(ident, gang)
+
+    def room_changed(self) -> None:
+        """Nodes were added or changed: every parked gang is worth a new attempt."""
+        self.freed += 1
+        parked, self._parked = self._parked, {}
+        for group in parked.values():
+            for ident, gang in group.gangs():
+                self._wake(ident, gang)
+
+    def _wake(self, ident: str, gang: object) -> None:
+        assert isinstance(gang, GangInfo)
+        del self.blocked[ident]
+        del self._class_of[ident]
+        self._refresh_waiting(gang)
+
+    def _wake_fitting(self, table: NodeTable) -> None:
+        """Wake, in each class that saw a release since its last check, the first gangs
+        that the room could hold (see hints.py)."""
+        capacity: CapacityOf | None = None
+        for key, parked in list(self._parked.items()):
+            if parked.checked == self.freed or parked.hint is None:
+                continue
+            parked.checked = self.freed
+            capacity = capacity or CapacityOf(table)
+            count = wake_count(parked.hint, capacity)
+            if count:
+                for ident, gang in parked.first(count):
+                    self._wake(ident, gang)
+                if not parked:
+                    del self._parked[key]
+
+    def waiting_gangs(self, table: NodeTable | None = None) -> list[GangInfo]:
+        """Gangs worth an attempt on ``table`` (default: the state's own)."""
+        if self._parked:
+            self._wake_fitting(self.table if table is None else table)
         return list(self.waiting.values())
 
     def pod_of(self, key: str) -> PodInfo | None:

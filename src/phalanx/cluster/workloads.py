@@ -31,6 +31,8 @@ class PodStatus(Enum):
 
 #: Statuses that count towards a gang's quorum ("placed").
 PLACED = frozenset({PodStatus.ALLOCATED, PodStatus.RESERVED, PodStatus.BOUND, PodStatus.SUCCEEDED})
+#: Statuses of pods that are over: they no longer count as members that exist.
+GONE = frozenset({PodStatus.SUCCEEDED, PodStatus.DELETED})
 #: Statuses that hold node resources.
 HOLDING = frozenset({PodStatus.ALLOCATED, PodStatus.RESERVED, PodStatus.BOUND, PodStatus.RELEASING})
 
@@ -91,6 +93,9 @@ class GangInfo:
     backoff_until: float = 0.0
     attempted: int = -1  # cluster version at its last placement attempt
     blocked_at: int = -1  # ``ClusterState.freed`` when it last found no node (-1: not blocked)
+    #: bumped when its members or their statuses change in a way validity depends on
+    generation: int = 0
+    valid_memo: tuple[object, ...] | None = None  # the gang plugin's cached verdict
     permit_deadline: float | None = None  # coscheduling: when waiting members are rejected
     started: float | None = None  # when its work started (min members running)
     finished: float | None = None
@@ -125,6 +130,7 @@ class GangInfo:
     def add(self, pod: PodInfo) -> None:
         self.members.append(pod)
         self.waiting_members += pod.status is PodStatus.PENDING
+        self.generation += 1
         if pod.status in PLACED:
             self.placed += 1
             self.placed_by_role[pod.spec.role] += 1
@@ -137,6 +143,7 @@ class GangInfo:
         self.pipelined -= pod.status is PodStatus.PIPELINED
         self.waiting_members -= pod.status is PodStatus.PENDING
         self.members.remove(pod)
+        self.generation += 1
 
     def move(self, pod: PodInfo, status: PodStatus) -> None:
         """Change ``pod``'s status, keeping the gang's counters exact."""
@@ -147,6 +154,8 @@ class GangInfo:
             self.placed_by_role[pod.spec.role] += delta
         self.pipelined += (status is PodStatus.PIPELINED) - (pod.status is PodStatus.PIPELINED)
         self.waiting_members += (status is PodStatus.PENDING) - (pod.status is PodStatus.PENDING)
+        if status in GONE and pod.status not in GONE:
+            self.generation += 1
         pod.status = status
 
     def pending(self) -> list[PodInfo]:

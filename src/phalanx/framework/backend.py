@@ -109,7 +109,7 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
     for at in result.wake_at:
         backend.wake_at(at)
     for gang in result.blocked:
-        state.block(gang, result.freed)
+        state.block(gang, result.freed, *result.hints.get(gang.ident, (None, ())))
     backend.attempts(result.attempts)
 
 

@@ -55,7 +55,8 @@ def needs(session: Session, unit: Unit) -> str:
     parts = []
     for pod, count in shapes(unit.pods):
         shape = session.table.index.describe(pod.request)
-        fit = session.table.capacity_for(pod.request, session.feasible(pod))
+        feasible = session.feasible(pod)
+        fit = session.table.capacity_for(pod.request, feasible) if feasible.any() else 0
         text = f"needs {count} × {shape}; {fit} fit now"
         if fit == 0:
             text += f" ({node_reasons(session, pod)})"

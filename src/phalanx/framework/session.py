@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from phalanx.cluster.hints import Hint
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
@@ -55,6 +56,12 @@ class CycleResult:
     failures: Counter[str] = field(default_factory=Counter)  # backoffs started, per gang ident
     attempts: int = 0
     freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
+    #: blocked gang ident → its failure class (None: any release wakes it) and order key
+    hints: dict[str, tuple[Hint | None, tuple[float, ...]]] = field(default_factory=dict)
+
+
+def _order(unit: Unit) -> tuple[float, ...]:
+    return unit.order
 
 
 class Session:
@@ -68,6 +75,7 @@ class Session:
         config: SessionConfig = SessionConfig(),
     ) -> None:
         self.state = state
+        state.table.free_columns()  # built once in the state's table, shared by snapshots
         self.table = state.table.copy()
         self.now = now
         self.rng = rng
@@ -82,6 +90,8 @@ class Session:
         self.gpu_chooser = hooks.gpu_chooser
         self.observers = hooks.observers
         self.placers = hooks.placers
+        #: every ordering keeps a waiting gang's key while nothing of it is placed (hints)
+        self.static_order = all(getattr(p, "static_order", False) for p in self.orders)
         self.freed = state.freed
         self.result = CycleResult(freed=state.freed)
         self._open: list[Statement] = []
@@ -92,7 +102,7 @@ class Session:
     def units(self) -> list[Unit]:
         """Pending work, best first; gangs in backoff are left out and their retry noted."""
         units: list[Unit] = []
-        for gang in self.state.waiting_gangs():
+        for gang in self.state.waiting_gangs(self.table):
             if gang.backoff_until > self.now:
                 if gang.attempted < self.state.version:  # the cluster changed meanwhile
                     self.result.deferred[gang.ident] = gang.backoff_until
@@ -104,7 +114,9 @@ class Session:
                 units.append(Unit.of_gang(gang, pending))
             else:
                 units.extend(Unit.of_pod(pod) for pod in pending)
-        units.sort(key=self.order_key)
+        for unit in units:
+            unit.order = self.order_key(unit)
+        units.sort(key=_order)
         return units
 
     def ours(self, pod: PodInfo, gang: GangInfo) -> bool:

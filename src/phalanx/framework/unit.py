@@ -18,6 +18,7 @@ class Unit:
     priority: int
     created: float
     seq: int  # arrival order of its first pod, for deterministic ties
+    order: tuple[float, ...] = ()  # its order key in this cycle (set by Session.units)
 
     @classmethod
     def of_gang(cls, gang: GangInfo, pods: list[PodInfo]) -> Unit:

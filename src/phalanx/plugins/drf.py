@@ -19,6 +19,7 @@ from phalanx.framework.unit import Unit
 
 class Drf:
     name = "drf"
+    static_order = True  # a waiting gang keeps its key while nothing of it is placed
 
     def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         gang = unit.gang

@@ -4,6 +4,10 @@ Valid: the gang's PodGroup exists and is well-formed, at least ``minMember`` mem
 every role minimum) exist, and their requests could fit the whole cluster at all. Ready: at
 least ``minMember`` members placed and every role minimum met. Order: gangs that are not yet
 ready go before ready gangs that merely have extra members pending (as Volcano does).
+
+Validity is computed when the gang changes, not every cycle: the verdict on its members is
+memoised on the gang under its ``generation`` (bumped when a member joins or goes), its spec's
+minimums and the cluster's total allocatable.
 """
 
 from __future__ import annotations
@@ -15,14 +19,13 @@ import numpy as np
 from phalanx.api.quantity import format_units
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.resources import smallest_total
-from phalanx.cluster.workloads import PodStatus
+from phalanx.cluster.workloads import GONE
 from phalanx.framework.unit import Unit
-
-_GONE = (PodStatus.SUCCEEDED, PodStatus.DELETED)
 
 
 class Gang:
     name = "gang"
+    static_order = True  # a waiting gang that is not ready keeps its key
 
     def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         return (1.0 if unit.gang.ready() else 0.0,)
@@ -38,7 +41,24 @@ class Gang:
             return gang.hold
         if gang.implicit or gang.ready():
             return None
-        alive = [pod for pod in gang.members if pod.status not in _GONE]
+        # The rest depends only on the members that exist, the spec and the cluster's size:
+        # computed again only when one of those changes (see GangInfo.generation).
+        memo_key = (
+            gang.generation,
+            gang.min_member,
+            tuple(gang.role_minimums.items()),
+            table.total_allocatable().tobytes(),
+        )
+        memo = gang.valid_memo
+        if memo is not None and memo[0] == memo_key:
+            return memo[1]  # type: ignore[return-value]
+        verdict = self._members_valid(unit, table)
+        gang.valid_memo = (memo_key, verdict)
+        return verdict
+
+    def _members_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
+        gang = unit.gang
+        alive = [pod for pod in gang.members if pod.status not in GONE]
         if len(alive) < gang.min_member:
             return (
                 "NotEnoughMembers",
@@ -56,7 +76,7 @@ class Gang:
     @staticmethod
     def _fits_cluster(unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         gang = unit.gang
-        alive = [pod.request for pod in gang.members if pod.status not in _GONE]
+        alive = [pod.request for pod in gang.members if pod.status not in GONE]
         need = smallest_total(np.array(alive), gang.min_member)
         have = table.total_allocatable()
         over = np.flatnonzero(need > have)

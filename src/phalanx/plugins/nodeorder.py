@@ -28,29 +28,49 @@ DEFAULT_BINPACK_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1, "nvidia.com
 DEFAULT_SPREAD_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1}
 
 
+_Weights = tuple[np.ndarray, np.ndarray]
+
+
 def _weights(
-    table: NodeTable, pod: PodInfo, weights: Mapping[str, int], gpu_weight: int
-) -> tuple[np.ndarray, np.ndarray]:
+    table: NodeTable,
+    pod: PodInfo,
+    weights: Mapping[str, int],
+    gpu_weight: int,
+    cache: dict[tuple[int, ...], _Weights],
+) -> _Weights:
     """The columns the pod requests that carry a weight, and those weights; a GPU resource
-    not named in ``weights`` (e.g. ``amd.com/gpu``) weighs ``gpu_weight``."""
+    not named in ``weights`` (e.g. ``amd.com/gpu``) weighs ``gpu_weight``. Cached per set
+    of requested columns."""
+    requested = tuple(np.flatnonzero(pod.request).tolist())
+    found = cache.get(requested)
+    if found is not None:
+        return found
     names = table.index.names
 
     def weight(col: int) -> int:
         name = names[col]
         return weights.get(name, gpu_weight if is_gpu(name) else 0)
 
-    cols = [int(c) for c in np.flatnonzero(pod.request) if weight(int(c)) > 0]
+    cols = [c for c in requested if weight(c) > 0]
     w = [weight(c) for c in cols]
-    return np.array(cols, dtype=np.intp), np.array(w, dtype=np.float64)
+    found = cache[requested] = (np.array(cols, dtype=np.intp), np.array(w, dtype=np.float64))
+    return found
 
 
 def _utilisation(table: NodeTable, pod: PodInfo, cols: np.ndarray) -> np.ndarray:
-    """(requested + request) / allocatable per node and column; 1 where nothing is allocatable."""
-    alloc = table.allocatable[:, cols]
-    used = table.requested[:, cols] + pod.request[cols]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(alloc > 0, used / np.maximum(alloc, 1), 1.0)
-    return np.asarray(np.clip(frac, 0.0, 1.0), dtype=np.float64)
+    """(requested + request) / allocatable per node and column; 1 where nothing is allocatable.
+
+    Built one contiguous column at a time from the table's maintained free matrix (the same
+    integers and the same float operations as ``(requested + request) / max(alloc, 1)``)."""
+    free = table.free_columns()
+    out = np.empty((len(table), cols.size), dtype=np.float64)
+    for j, col in enumerate(cols.tolist()):
+        alloc, divisor, positive, everywhere = table.alloc_column(col)
+        used = alloc - free[:, col]
+        used += pod.request[col]
+        frac = used / divisor
+        out[:, j] = frac if everywhere else np.where(positive, frac, 1.0)
+    return np.asarray(np.clip(out, 0.0, 1.0, out=out), dtype=np.float64)
 
 
 class Binpack:
@@ -59,13 +79,14 @@ class Binpack:
     def __init__(self, weight: int = 1, weights: Mapping[str, int] | None = None) -> None:
         self.weight = weight
         self.weights = dict(DEFAULT_BINPACK_WEIGHTS if weights is None else weights)
+        self._cache: dict[tuple[int, ...], _Weights] = {}
 
     @classmethod
     def build(cls, context: BuildContext) -> Binpack:
         return cls(context.weight, context.resources)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
-        cols, w = _weights(table, pod, self.weights, gpu_weight=10)
+        cols, w = _weights(table, pod, self.weights, 10, self._cache)
         if cols.size == 0:
             return np.zeros(len(table), dtype=np.float64)
         return np.asarray(100.0 * (_utilisation(table, pod, cols) @ w) / w.sum(), np.float64)
@@ -77,13 +98,14 @@ class Spread:
     def __init__(self, weight: int = 1, weights: Mapping[str, int] | None = None) -> None:
         self.weight = weight
         self.weights = dict(DEFAULT_SPREAD_WEIGHTS if weights is None else weights)
+        self._cache: dict[tuple[int, ...], _Weights] = {}
 
     @classmethod
     def build(cls, context: BuildContext) -> Spread:
         return cls(context.weight, context.resources)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
-        cols, w = _weights(table, pod, self.weights, gpu_weight=0)
+        cols, w = _weights(table, pod, self.weights, 0, self._cache)
         if cols.size == 0:
             cols = np.flatnonzero(pod.request[: len(table.index)])
             cols = np.array([c for c in cols if table.index.names[c] != "pods"], dtype=np.intp)

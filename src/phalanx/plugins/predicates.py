@@ -57,7 +57,7 @@ class Predicates:
             failed = left & ~passed
             out.append((reason, failed))
             left &= passed
-        free = table.free()
+        free = table.free_columns()
         for col in np.flatnonzero(pod.request):
             name = table.index.names[col]
             reason = "Too many pods" if name == "pods" else f"Insufficient {name}"

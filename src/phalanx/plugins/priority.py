@@ -8,6 +8,7 @@ from phalanx.framework.unit import Unit
 
 class Priority:
     name = "priority"
+    static_order = True  # priority and creation time do not change while a gang waits
 
     def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         return (-unit.priority, unit.created)

@@ -8,8 +8,9 @@ freed up in that namespace (a pod finished or was deleted, a quota went away).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from phalanx.api.specs import JobSpec, PodSpec
 
@@ -49,10 +50,13 @@ class JobController:
         self.sync(run)
 
     def sync(self, run: JobRun) -> None:
+        """Create the pods ``run`` still wants: O(1) each, so a Job of a million pods
+        expands in time linear in its size."""
+        template = run.spec.template
+        fields = {f.name: getattr(template, f.name) for f in dataclasses.fields(template)}
         for _ in range(run.wanted()):
-            template = run.spec.template
-            pod = replace(template, name=f"{run.spec.name}-{run.next_index}")
-            refusal = self.create_pod(pod)
+            fields["name"] = f"{run.spec.name}-{run.next_index}"
+            refusal = self.create_pod(PodSpec(**fields))
             run.refusal = refusal
             if refusal is not None:
                 return

@@ -1,0 +1,122 @@
+"""Queueing hints: which parked gangs a release of resources could let fit.
+
+A gang that failed for room is *parked* with a :class:`Hint` — its failure class (gangs of
+equal pending shapes and equal need share one), the pod shapes it still has to place and how
+many pods must be placed at once (``need``) — and its order key, which does not change while
+it waits. The cycle reports both (``CycleResult.hints``); the backend's applier parks the gang
+with them (``ClusterState.block``).
+Binds only take room away, so a parked gang is worth another attempt only after resources
+were freed (or nodes changed), and even then only if the room could hold it:
+
+    bound = Σ_shape min(count_shape, capacity_shape)   ≥ need
+
+where ``capacity_shape`` counts how many pods of that shape the free room of the nodes the
+shape may use (selector, tolerations, not cordoned) holds. That bound is necessary for any
+attempt to succeed, so a class below it is left asleep without changing a decision.
+
+Each pod placed lowers ``Σ capacity`` by at least one, and every success places at least
+``need`` pods, so at most ``Σ capacity // need`` gangs of a class can succeed before the
+room runs out. Only that many gangs are woken, first in order: in the reference engine the
+rest would be tried after them, fail, and (sharing the failure) change nothing. A release
+thus wakes a handful of gangs however long the queue.
+
+The class with key ``None`` is the coarse hint (any release wakes it): gangs whose order may
+move while they wait, gangs in timeout backoff, and every gang when hints are switched off.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+
+from phalanx.api.specs import Placement
+from phalanx.cluster.labels import Mask
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.resources import Vector
+
+#: Capacity reported for a shape that requests nothing (it fits anywhere).
+UNBOUNDED = 1 << 40
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """Why a gang failed for room, as the class it shares with gangs of equal shape."""
+
+    key: Hashable  # the failure signature; gangs with equal keys have equal shapes and need
+    shapes: tuple[tuple[Vector, Placement, int], ...]  # request, placement, pods pending
+    need: int  # pods that must be placed in one attempt for it to succeed
+
+
+class Parked:
+    """The gangs of one failure class, in order (a heap with lazy removal)."""
+
+    def __init__(self, hint: Hint | None, freed: int) -> None:
+        self.hint = hint
+        self.checked = freed  # ``ClusterState.freed`` at the last capacity check
+        self.members: dict[str, tuple[int, object]] = {}  # ident → (token, gang)
+        self._heap: list[tuple[tuple[float, ...], str, int]] = []
+        self._tokens = 0
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def add(self, ident: str, gang: object, order: tuple[float, ...]) -> None:
+        self._tokens += 1
+        self.members[ident] = (self._tokens, gang)
+        heapq.heappush(self._heap, (order, ident, self._tokens))
+
+    def remove(self, ident: str) -> None:
+        self.members.pop(ident, None)
+        if not self.members:
+            self._heap.clear()
+
+    def gangs(self) -> Iterator[tuple[str, object]]:
+        for ident, (_, gang) in list(self.members.items()):
+            yield ident, gang
+
+    def first(self, count: int) -> list[tuple[str, object]]:
+        """Take the first ``count`` gangs in order out of the class."""
+        out: list[tuple[str, object]] = []
+        while self._heap and len(out) < count:
+            _, ident, token = heapq.heappop(self._heap)
+            entry = self.members.get(ident)
+            if entry is not None and entry[0] == token:
+                del self.members[ident]
+                out.append((ident, entry[1]))
+        return out
+
+
+def wake_count(hint: Hint, free: CapacityOf) -> int:
+    """How many gangs of ``hint``'s class could succeed now (0: none can)."""
+    caps = [free(request, placement) for request, placement, _ in hint.shapes]
+    bound = sum(min(count, cap) for (_, _, count), cap in zip(hint.shapes, caps, strict=True))
+    if bound < hint.need:
+        return 0
+    return max(1, sum(caps) // max(hint.need, 1))
+
+
+class CapacityOf:
+    """Pods of a shape that the free room of its usable nodes holds (masks cached)."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self._masks: dict[Placement, Mask] = {}
+        self._known: dict[tuple[bytes, Placement], int] = {}  # shapes shared by classes
+
+    def __call__(self, request: Vector, placement: Placement) -> int:
+        if not request.any():
+            return UNBOUNDED
+        key = (request.tobytes(), placement)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = self._count(request, placement)
+        return known
+
+    def _count(self, request: Vector, placement: Placement) -> int:
+        mask = self._masks.get(placement)
+        if mask is None:
+            facts = self.table.facts
+            mask = facts.selector_mask(placement) & facts.toleration_mask(placement)
+            mask = self._masks[placement] = mask & ~facts.unschedulable
+        return self.table.capacity_for(request, mask)
