@@ -18,7 +18,19 @@ Case ``throughput``: 2,000 one-GPU pods in gangs of 8 on the same 1,000 nodes, a
 batches (``--batch`` pods every ``--interval`` s) while ``LiveScheduler.serve`` runs; pods bound
 per second from the first arrival to the last pod bound on the server. Target >= 300 pods/s.
 
-    python benchmarks/live.py [--case gang|throughput|all] [--server process|inprocess]
+Case ``scale`` (issue 8's "live at scale"): 5,000 nodes (``--scale-nodes``) with 30,000 pods
+(``--bound``) already bound by another scheduler, the state built once at start-up:
+
+- ``Live/scale-idle-cycle``: scheduler CPU (``time.process_time``) of one ``run_once`` where
+  nothing changed (median of ``--idle-cycles``). Target < 10 ms.
+- ``Live/scale-idle-serve``: scheduler CPU seconds per minute of ``serve()`` (period 1 s) while
+  nothing happens (``--idle-seconds`` of it, scaled to a minute). Recorded, no target.
+- ``Live/scale-gang``: a 64-pod PodGroup created while ``serve()`` runs; seconds from its last
+  pod stored on the server to all 64 bound there. Target < 1 s.
+- ``Live/scale-throughput``: as ``throughput`` (2,000 pods in gangs of 8, status writes on) on
+  that cluster. Target >= 500 pods/s.
+
+    python benchmarks/live.py [--case gang|throughput|scale|all] [--server process|inprocess]
                               [--nodes 1000] [--no-status]
 
 ``--no-status`` turns off the Scheduled Events and PodGroup status writes (``write_status``).
@@ -94,6 +106,16 @@ def pod(name: str, group: str) -> dict[str, Any]:
     }
 
 
+def running(name: str, node_name: str) -> dict[str, Any]:
+    obj = pod(name, "")
+    obj["metadata"]["labels"] = {}
+    obj["spec"]["schedulerName"] = "default-scheduler"
+    obj["spec"]["nodeName"] = node_name
+    obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    obj["status"] = {"phase": "Running"}
+    return obj
+
+
 # -- what the benchmark asks of the server (run where the server runs) ------------------------
 def handle(server: Any, command: tuple[Any, ...]) -> Any:
     """``nodes N`` · ``gang NAME SIZE`` (a PodGroup and its pods; their names) ·
@@ -110,6 +132,11 @@ def handle(server: Any, command: tuple[Any, ...]) -> Any:
         for member in names:
             server.put("v1", "pods", pod(member, name))
         return names
+    if verb == "running":  # pods of another scheduler, already bound, ``per`` per node
+        nodes, per = command[1], command[2]
+        for i in range(nodes * per):
+            server.put("v1", "pods", running(f"run-{i}", f"node-{i // per:04d}"))
+        return None
     if verb == "bound":
         out = []
         for name in command[1]:
@@ -218,8 +245,8 @@ def report(
         "case": f"Live/{case}",
         "nodes": nodes,
         "pods": pods,
-        "seconds": round(seconds, 3),
-        "pods_per_second": round(pods / seconds, 1),
+        "seconds": round(seconds, 5),
+        "pods_per_second": round(pods / seconds, 1) if seconds > 0 else None,
         "target": target,
         "passed": ok,
         **extra,
@@ -295,9 +322,91 @@ async def throughput_case(
     report("throughput", nodes, total, seconds, target, rate >= THROUGHPUT_TARGET, **extra)
 
 
+async def scale_case(args: argparse.Namespace, write_status: bool, where: str) -> None:
+    nodes, bound_pods = args.scale_nodes, args.bound
+    async with server_for(where) as server:
+        await server.call("nodes", nodes)
+        await server.call("running", nodes, bound_pods // nodes)
+        async with KubeClient(config_for_server(server.url), trust_env=False) as client:
+            scheduler = scheduler_for(client, write_status)
+            started = time.perf_counter()
+            await scheduler.start(timeout=300.0)
+            startup = time.perf_counter() - started
+            await scheduler.run_once()  # the first cycle plans every group once
+            common = {"server": where, "write_status": write_status, "bound": bound_pods}
+            cpu = []
+            for _ in range(args.idle_cycles):
+                before = time.process_time()
+                await scheduler.run_once()
+                cpu.append(time.process_time() - before)
+            cpu.sort()
+            median = cpu[len(cpu) // 2]
+            report(
+                "scale-idle-cycle",
+                nodes,
+                bound_pods,
+                median,
+                "< 0.010 s CPU",
+                median < 0.010,
+                cpu_max=round(cpu[-1], 4),
+                cycles_measured=len(cpu),
+                startup_seconds=round(startup, 2),
+                **common,
+            )
+            stop = asyncio.Event()
+            task = asyncio.create_task(scheduler.serve(stop, period=1.0))
+            await asyncio.sleep(1.0)
+            before = time.process_time()
+            await asyncio.sleep(args.idle_seconds)
+            per_minute = (time.process_time() - before) * 60.0 / args.idle_seconds
+            report(
+                "scale-idle-serve",
+                nodes,
+                bound_pods,
+                args.idle_seconds,
+                "recorded",
+                True,
+                cpu_seconds_per_minute=round(per_minute, 3),
+                **common,
+            )
+            bound = Bound(server)
+            cpu_before = time.process_time()
+            names = await server.call("gang", "big", 64)
+            appeared = time.perf_counter()
+            bound.add(names)
+            await wait_bound(bound, 64, 30.0, poll=0.005)
+            seconds = time.perf_counter() - appeared
+            cpu_used = round(time.process_time() - cpu_before, 3)
+            ok = seconds < 1.0
+            report("scale-gang", nodes, 64, seconds, "< 1 s", ok, cpu_seconds=cpu_used, **common)
+            bound = Bound(server)
+            total, gang, batch = args.pods, args.gang, args.batch
+            started, cpu_before = time.perf_counter(), time.process_time()
+            for first in range(0, total, batch):
+                for g in range(first // gang, min(total, first + batch) // gang):
+                    bound.add(await server.call("gang", f"g{g}", gang))
+                await asyncio.sleep(args.interval)
+            await wait_bound(bound, total, 120.0, poll=args.poll)
+            seconds = time.perf_counter() - started
+            rate = total / seconds
+            report(
+                "scale-throughput",
+                nodes,
+                total,
+                seconds,
+                ">= 500 pods/s",
+                rate >= 500.0,
+                cycles=scheduler.cycles,
+                cpu_seconds=round(time.process_time() - cpu_before, 3),
+                **common,
+            )
+            stop.set()
+            await asyncio.wait_for(task, 30.0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=("gang", "throughput", "all"), default="all")
+    parser.add_argument("--case", choices=("gang", "throughput", "scale", "all"), default="all")
     parser.add_argument("--server", choices=("process", "inprocess"), default="process")
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--gang-size", type=int, default=256)
@@ -306,6 +415,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=200, help="throughput: pods per arrival")
     parser.add_argument("--interval", type=float, default=0.05, help="throughput: s per batch")
     parser.add_argument("--period", type=float, default=1.0, help="serve(): cycle period")
+    parser.add_argument("--scale-nodes", type=int, default=5000, help="scale: nodes")
+    parser.add_argument(
+        "--poll", type=float, default=0.02, help="scale-throughput: s between 'bound?' asks"
+    )
+    parser.add_argument("--bound", type=int, default=30000, help="scale: pods already bound")
+    parser.add_argument("--idle-cycles", type=int, default=20, help="scale: cycles measured")
+    parser.add_argument("--idle-seconds", type=float, default=20.0, help="scale: idle serve")
     parser.add_argument(
         "--no-status",
         action="store_true",
@@ -316,6 +432,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     if args.case in ("gang", "all"):
         asyncio.run(gang_case(args.nodes, args.gang_size, status, args.server))
+    if args.case in ("scale", "all"):
+        asyncio.run(scale_case(args, status, args.server))
     if args.case in ("throughput", "all"):
         asyncio.run(
             throughput_case(

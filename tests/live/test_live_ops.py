@@ -170,6 +170,7 @@ async def test_healthz_readyz_and_metrics_respond() -> None:
                     "phalanx_bind_failures_total 0.0",
                     "phalanx_gang_wait_seconds_count 1.0",
                     "phalanx_partial_bind_recoveries_total",
+                    "phalanx_placement_attempts_total",
                     "phalanx_leader 1.0",
                 ):
                     assert name in text, name

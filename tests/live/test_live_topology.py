@@ -100,7 +100,8 @@ async def test_required_rack_binds_inside_one_rack_or_waits_naming_the_best_rack
             await submit(scheduler, client, "wide", 4)  # 16 GPUs: no rack has them
             await submit(scheduler, client, "fits", 3)  # 12 GPUs: only rack r2 has them
             result = await scheduler.run_once(1.0)
-            placed = {pod.key: scheduler.cache.assumed[pod.key].node for pod, _ in result.binds}
+            names = scheduler.cache.state.table.names
+            placed = {pod.key: names[node] for pod, node in result.binds}
             assert sorted(placed.values()) == ["b1", "b2", "b3"]  # rack r2, never spread
             assert all(k.startswith(f"{NS}/fits-") for k in placed)
             waiting = scheduled_condition(server, "wide-0")
@@ -128,7 +129,7 @@ async def test_volcano_hard_tier_waits_then_names_the_rack_it_was_placed_in() ->
             await client.delete(PODS, "hog", NS)
             await eventually(lambda: f"{NS}/hog" not in scheduler.informers[PODS].store)
             result = await scheduler.run_once(2.0)
-            assert sorted(scheduler.cache.assumed[p.key].node for p, _ in result.binds) == [
+            assert sorted(scheduler.cache.state.table.names[n] for _, n in result.binds) == [
                 "b1",
                 "b2",
                 "b3",
@@ -145,7 +146,7 @@ async def test_the_settings_topology_serves_a_cluster_without_topology_objects()
         async with LiveScheduler(client, backoff=fast_backoff(), topology=levels) as scheduler:
             await submit(scheduler, client, "fits", 3)
             result = await scheduler.run_once(1.0)
-            nodes = sorted(scheduler.cache.assumed[p.key].node for p, _ in result.binds)
+            nodes = sorted(scheduler.cache.state.table.names[n] for _, n in result.binds)
             assert nodes == ["b1", "b2", "b3"]
 
 

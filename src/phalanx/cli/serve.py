@@ -199,13 +199,13 @@ class ServeRunner:
         self.started = asyncio.Event()  # health server up (its port known)
 
     def ready(self) -> bool:
-        """Leader (or no election): informers synced. Standby: the API answered. Neither while
-        the API server is unreachable."""
+        """Leader (or no election): informers synced and the state built. Standby: the API
+        answered. Neither while the API server is unreachable."""
         if self.client is not None and not self.client.reachability.up:
             return False
         scheduler = self.scheduler
         if scheduler is not None:
-            return all(i.synced.is_set() for i in scheduler.informers.values())
+            return scheduler.cache.started  # informers synced, the state built
         elector = self.elector
         return elector is not None and not elector.is_leader and elector.observed.is_set()
 

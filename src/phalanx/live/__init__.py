@@ -17,11 +17,13 @@ Client foundation:
 
 The scheduler on top of it:
 
-- :mod:`.cache` — the cluster state rebuilt from the informer stores each cycle (memoised
-  conversions, assume cache, a gang's history carried over, Volcano queue holds).
-- :mod:`.loop` — :class:`~phalanx.live.loop.LiveScheduler`: cycles, binds, partial-bind
-  handling; :mod:`.hints` (what wakes it), :mod:`.recovery` (undoing partial binds),
-  :mod:`.waiting` (``PodScheduled=False`` explanations).
+- :mod:`.cache` — the one cluster state, built at start-up and changed by watch events
+  (assume/confirm/forget, Volcano queue holds); :mod:`.convert` (memoised conversions,
+  rejected objects); :mod:`.gang_events` (PodGroups, Workloads, PriorityClasses, Queues).
+- :mod:`.loop` — :class:`~phalanx.live.loop.LiveScheduler`: cycles; :mod:`.backend` (the
+  live Backend: binds with retries, evictions, explanations, wake-ups); :mod:`.hints` (what
+  wakes it), :mod:`.recovery` (undoing partial binds), :mod:`.waiting`
+  (``PodScheduled=False`` explanations).
 - :mod:`.status` and :mod:`.group_status` — PodGroup status in each API's vocabulary, Events.
 - :mod:`.leader`, :mod:`.health`, :mod:`.settings` — leader election, ``/metrics`` and probes,
   the YAML settings; :mod:`.explain` (``phalanx explain``), :mod:`.manifests` and

@@ -1,254 +1,245 @@
-"""The live scheduler's view of the cluster: a :class:`ClusterState` built from informer stores.
+"""The live scheduler's view of the cluster: one :class:`ClusterState`, changed by watch events.
 
-Design: :meth:`ClusterCache.build` rebuilds the whole state **from scratch at the start of
-every cycle** from the stores of the Node, Pod, PriorityClass and gang informers: PodGroups of
-``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``, and
-``scheduling.k8s.io/v1alpha1`` Workloads (a CRD or API missing from the cluster is simply an
-empty store). That is trivially correct — the state can never drift from the API server — and
-costs O(objects) per cycle. The expensive part, converting dicts to specs (quantities,
-affinities, tolerations), is memoised by object uid and ``resourceVersion`` (and, for pods and
-PodGroups, the PriorityClasses they resolve against), so an unchanged object is converted
-once; what remains per cycle is building the numpy tables. A gang's history (first seen,
-timeout, backoff, condition) carries over between builds (:meth:`ClusterCache._carry_over`).
-Incremental table updates driven by informer events are future work.
+Design: :meth:`ClusterCache.start` builds the state once, after the informers' first lists (in
+bulk: the node table at once, then gangs, Workloads and pods). From then on every informer
+event goes through :meth:`ClusterCache.event`, which changes the state in O(size of the object)
+— a node change costs O(nodes) for the table's facts, a PriorityClass change re-converts the
+pods and PodGroups (rare) — and the state is never rebuilt. A relist after ``410 Gone`` reaches
+the cache as the informer's diff of its old and new store (ADDED/MODIFIED/DELETED), so it
+reconciles like any other events. Conversions are memoised per object uid and
+``resourceVersion`` (:mod:`phalanx.live.convert`). The cache also records what each event
+touched: gang idents (:attr:`ClusterCache.touched`, for the partial-bind watch) and PodGroups
+(:attr:`ClusterCache.groups_touched`, for status planning), so a cycle where nothing changed
+looks at nothing.
 
-Rules:
+Rules (as kube-scheduler's cache, in the state's terms — see :mod:`phalanx.cluster.state`):
 
 - A pod with ``spec.nodeName`` set — bound by anyone, whatever its ``schedulerName`` — that has
-  not Succeeded or Failed holds its node's resources: it is added and bound on that node.
+  not Succeeded or Failed holds its node's resources (``add_bound_pod``, or ``bind`` when it
+  was pending, ``confirm`` when this scheduler had assumed it). One bound to a node the state
+  does not have (gone, or rejected) is parked until that node appears; when a node goes, its
+  pods are parked.
 - A pending pod (no ``nodeName``, not being deleted) whose ``schedulerName`` is ours is a
   candidate. Pending pods of other schedulers are left out: they hold nothing.
-- **Assume cache**: a pod this scheduler bound whose watch event has not arrived yet is treated
-  as bound on the assumed node, so nothing is double-booked between cycles. An assumption is
-  dropped when the informer shows the pod bound (to any node) or gone (or re-created: another
-  uid). Assumptions never expire by time: the bind succeeded, so the event will come.
-- An object that fails conversion (:class:`InputError`) is skipped with a warning, logged once
-  per object version; one bad object never stops the others. Pods of a PodGroup that failed
-  conversion wait as members of a missing PodGroup.
-- Workloads: every (podGroup, replica key) that a pending or bound pod's ``spec.workloadRef``
-  names becomes a gang ``WORKLOAD-PODGROUP[-REPLICAKEY]`` of ``minCount``; pods of a ``basic``
-  pod group are scheduled one by one; pods of a missing Workload (or of a pod group the
-  Workload does not list) wait as members of a missing gang, like kube-scheduler's PreEnqueue.
-- Volcano PodGroups wait (reason ``QueueMissing`` / ``QueueClosed``) while their ``spec.queue``
-  does not exist or is ``Closed``/``Closing``, as Volcano holds them — checked only when the
-  Queue API is served (no Volcano installed: queue names are not checked).
-- The :class:`ResourceIndex` covers every resource name any node offers or any pod requests.
-- Kueue/KAI ``Topology`` and Volcano ``HyperNode`` objects become the state's topology
-  (docs/topology.md); a malformed one is skipped like any other object.
+- **Assumed** pods (bound by this scheduler, the watch not caught up) keep their node until the
+  watch shows them bound (``confirm``), finished, deleted or re-created with another uid
+  (``remove_pod``); a failed bind is ``forget``-ed by the backend. Assumptions never expire by
+  time: the bind succeeded, so the event will come.
+- A finished or deleted pod leaves the state and frees what it held.
+- An object that fails conversion (:class:`InputError`, or any exception, or a quantity that
+  overflows int64) is removed from the state and kept in :attr:`ClusterCache.rejected` (a
+  warning once per version, an ``Invalid`` Event by the status writer); one bad object never
+  stops the others. Pods of a PodGroup that failed conversion wait as orphans.
+- PodGroups of the three APIs share the ``namespace/name`` gang key; if several APIs have a
+  group of the same name, ``scheduling.x-k8s.io`` wins, then ``scheduling.sigs.k8s.io``, then
+  Volcano.
+- Workloads: every (podGroup, replica key) that a pod's ``spec.workloadRef`` names becomes a gang
+  ``WORKLOAD-PODGROUP[-REPLICAKEY]`` of ``minCount`` (removed with its last pod or its
+  Workload); pods of a ``basic`` pod group are scheduled one by one; pods of a missing Workload
+  (or of a pod group the Workload does not list) wait as orphans, like kube-scheduler's
+  PreEnqueue.
+- Volcano PodGroups wait (``QueueMissing`` / ``QueueClosed``) while their ``spec.queue`` does
+  not exist or is ``Closed``/``Closing`` — checked only while the Queue API is served.
+- Kueue/KAI ``Topology`` and Volcano ``HyperNode`` objects (and the settings' levels, after
+  them) become the state's topology (docs/topology.md), made again when one changes; a
+  malformed one is skipped like any other object.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from phalanx.api.errors import InputError
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec
 from phalanx.api.topology import TopologySpec
-from phalanx.cluster import topology
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
-from phalanx.cluster.workloads import GangInfo, PodInfo
+from phalanx.cluster.topology import TopologySource
+from phalanx.cluster.workloads import HOLDING, GangInfo, PodStatus
 from phalanx.k8s import (
     WORKLOAD_GROUP,
     PriorityTable,
     WorkloadSpec,
-    gang_from_dict,
     node_from_dict,
     pod_from_dict,
-    priority_class_from_dict,
-    workload_from_dict,
     workload_ref,
 )
-from phalanx.k8s.objects import VOLCANO_GROUP
+from phalanx.k8s.pods import gang_ref
 from phalanx.k8s.topology import hypernode_from_dict, topology_from_dict
-from phalanx.live.resources import DEFAULT_SCHEDULER_NAME
+from phalanx.live.convert import (
+    FINISHED_PHASES,
+    Conversions,
+    Obj,
+    Rejections,
+    key_of,
+    meta,
+    orphan_message,
+    queue_hold,
+    spec_of,
+    uid_of,
+)
+from phalanx.live.gang_events import DELETED, GROUP_ORDER, GangEvents
+from phalanx.live.resources import (
+    DEFAULT_SCHEDULER_NAME,
+    NODES,
+    PODGROUPS,
+    PODGROUPS_SIGS,
+    PODS,
+    PRIORITY_CLASSES,
+    TOPOLOGY_RESOURCES,
+    VOLCANO_HYPERNODES,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    WORKLOADS,
+    Resource,
+)
 
 logger = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
-T = TypeVar("T")
-
-FINISHED_PHASES = ("Succeeded", "Failed")
+__all__ = ["ClusterCache", "Obj", "Snapshot", "group_of", "orphan_message", "queue_hold"]
 
 
-class Conversions:
-    """Memoised dict → spec conversions, kept for the objects seen in the last build.
-
-    Keyed by (kind, uid or key, resourceVersion, salt): a changed object has a new
-    resourceVersion; ``salt`` covers what else the result depends on (the PriorityClasses).
-    Objects without a resourceVersion are converted every time. Failures are memoised too.
-    """
-
-    def __init__(self) -> None:
-        self._last: dict[tuple[str, str, str, object], Any] = {}
-        self._next: dict[tuple[str, str, str, object], Any] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def convert(self, kind: str, obj: Obj, convert: Callable[[Obj], T], salt: object = None) -> T:
-        meta = _meta(obj)
-        version = str(meta.get("resourceVersion") or "")
-        if not version:
-            return convert(obj)
-        marker = (kind, str(meta.get("uid") or _key(obj)), version, salt)
-        if marker in self._next:
-            result = self._next[marker]
-        elif marker in self._last:
-            result = self._next[marker] = self._last[marker]
-            self.hits += 1
-        else:
-            self.misses += 1
-            try:
-                result = convert(obj)
-            except InputError as exc:
-                result = exc
-            self._next[marker] = result
-        if isinstance(result, InputError):
-            raise result
-        return cast(T, result)
-
-    def end_build(self) -> None:
-        """Forget what the build just finished did not see."""
-        self._last, self._next = self._next, {}
+def group_of(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(API group, namespace/name)`` of the PodGroup ``pod`` belongs to, if any."""
+    data = meta(pod)
+    ref = gang_ref(data.get("labels") or {}, data.get("annotations") or {})
+    if ref is None:
+        return None
+    return ref.api, f"{data.get('namespace') or 'default'}/{ref.name}"
 
 
-@dataclass(frozen=True, slots=True)
-class Assumption:
-    uid: str
-    node: str
-    at: float
-
-
-@dataclass
 class Snapshot:
-    """One cycle's state plus what the loop needs to act on its decisions."""
+    """What a cycle and its backend read: the state, and the pods' objects (for uids, phases)."""
 
-    state: ClusterState
-    #: pod key → the pod's dict as the informer last saw it (candidates and bound alike).
-    pods: dict[str, Obj] = field(default_factory=dict)
-    #: pod keys treated as bound only because of an assumption.
-    assumed: set[str] = field(default_factory=set)
+    def __init__(self, state: ClusterState, pods: dict[str, Obj]) -> None:
+        self.state = state
+        #: pod key → the pod's dict as the informer last saw it (pods in the state).
+        self.pods = pods
+
+    @property
+    def assumed(self) -> Mapping[str, int]:
+        """Pods bound by this scheduler that the watch has not confirmed (key → node row)."""
+        return self.state.assumed
 
     def uid(self, key: str) -> str | None:
-        meta = self.pods.get(key, {}).get("metadata") or {}
-        uid = meta.get("uid")
-        return str(uid) if uid else None
+        return uid_of(self.pods.get(key) or {}) or None
 
 
-def _meta(obj: Obj) -> Obj:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-def _spec(obj: Obj) -> Obj:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, dict) else {}
-
-
-def _key(obj: Obj) -> str:
-    meta = _meta(obj)
-    namespace = meta.get("namespace")
-    name = str(meta.get("name") or "")
-    return f"{namespace}/{name}" if namespace else name
-
-
-def orphan_message(key: str, pods: Iterable[PodInfo], rejected: Mapping[str, str]) -> str:
-    """Why pods wait for the gang object ``key`` that the state does not have: it does not
-    exist, or it was rejected (``rejected``: :attr:`ClusterCache.rejected`)."""
-    ref = next((p.spec.gang for p in pods if p.spec.gang is not None), None)
-    api = ref.api if ref is not None else ""
-    if api == WORKLOAD_GROUP:
-        return f"Workload pod group {key} ({api}) does not exist"
-    why = rejected.get(f"PodGroup/{key}")
-    if why is not None:
-        return f"PodGroup {key} ({api}) is invalid: {why}"
-    return f"PodGroup {key} ({api}) does not exist"
-
-
-def queue_hold(name: str, queues: dict[str, Obj]) -> tuple[str, str] | None:
-    """Why a Volcano PodGroup of queue ``name`` may not be scheduled, as Volcano rules it: its
-    queue must exist and be ``Open`` (a ``Closed`` or ``Closing`` queue takes no new work)."""
-    queue = queues.get(name)
-    if queue is None:
-        return ("QueueMissing", f"Volcano queue {name!r} does not exist")
-    state = (queue.get("status") or {}).get("state")
-    if state in ("Closed", "Closing"):
-        return ("QueueClosed", f"Volcano queue {name!r} is {state}")
-    return None
-
-
-class ClusterCache:
-    """Builds per-cycle snapshots and keeps the assume cache between cycles."""
+class ClusterCache(GangEvents):
+    """Keeps one :class:`ClusterState` in step with the informers (see the module doc)."""
 
     def __init__(
         self, scheduler_name: str = DEFAULT_SCHEDULER_NAME, topology: Sequence[str] = ()
     ) -> None:
         self.scheduler_name = scheduler_name
-        #: the settings' topology, after any Topology object the cluster declares
-        self.settings_topology = (
-            [TopologySpec("settings", tuple(topology), "settings")] if topology else []
-        )
-        self.assumed: dict[str, Assumption] = {}
-        #: (kind, key, resourceVersion) of objects already warned about.
-        self._warned: set[tuple[str, str, str]] = set()
-        #: kind/key → why the object was skipped in the last build (and the object).
-        self.rejected: dict[str, str] = {}
-        self.rejected_objects: dict[str, Obj] = {}
-        #: dict → spec conversions of unchanged objects are reused between builds.
+        #: the settings' topology levels (after any Topology object the cluster declares)
+        self.topology_levels = tuple(topology)
+        self._topologies: dict[tuple[str, str], Obj] = {}  # (resource, key) → object
+        self.state = ClusterState([], ResourceIndex())
+        self.pods: dict[str, Obj] = {}
+        self.snapshot = Snapshot(self.state, self.pods)
         self.conversions = Conversions()
-        #: the gangs of the last build: what the engine learnt about them carries over
-        self._gangs: dict[str, GangInfo] = {}
+        self.rejections = Rejections()
+        self.started = False
+        #: gang idents whose members or spec changed since the loop last drained them.
+        self.touched: set[str] = set()
+        #: (API group, group key) of PodGroups whose object or members changed (ditto).
+        self.groups_touched: set[tuple[str, str]] = set()
+        #: idents of gangs new since the loop last looked: it stamps their ``created`` with
+        #: the cycle's clock ("first seen by a cycle", for ``scheduleTimeoutSeconds``)
+        self.fresh: set[str] = set()
+        #: counts events that changed anything (the explainer skips unchanged orphans).
+        self.changes = 0
+        #: (API group, group key) → pod key → the pod (every pod, whatever its phase).
+        self.members: dict[tuple[str, str], dict[str, Obj]] = {}
+        self._member_of: dict[str, tuple[str, str]] = {}
+        self._parked: dict[str, dict[str, Obj]] = {}  # node name → pods bound to it
+        self._parked_on: dict[str, str] = {}
+        self._groups: dict[str, dict[str, GangSpec]] = {}  # gang key → resource name → spec
+        self._group_objs: dict[tuple[str, str], Obj] = {}  # (resource name, key) → object
+        self._workloads: dict[str, WorkloadSpec] = {}
+        self._workload_pods: dict[str, dict[str, Obj]] = {}  # Workload key → its pods
+        self._workload_of: dict[str, str] = {}
+        self._workload_gangs: dict[str, set[str]] = {}  # Workload key → gang keys made
+        self._classes: dict[str, Obj] = {}
+        self._priorities = PriorityTable()
+        self._salt: object = ()
+        self._queues: dict[str, Obj] | None = None
 
-    # -- assume cache ------------------------------------------------------------------------
-    def assume(self, key: str, uid: str, node: str, now: float) -> None:
-        self.assumed[key] = Assumption(uid, node, now)
+    # -- what others read ----------------------------------------------------------------
+    @property
+    def rejected(self) -> dict[str, str]:
+        """``kind/key`` → why the object is not used."""
+        return self.rejections.why
 
-    def forget(self, key: str) -> None:
-        self.assumed.pop(key, None)
+    @property
+    def rejected_objects(self) -> dict[str, Obj]:
+        return self.rejections.objects
 
-    # -- conversion ----------------------------------------------------------------------------
-    def _skip(self, kind: str, obj: Obj, exc: InputError) -> None:
-        key = _key(obj)
-        self.rejected[f"{kind}/{key}"] = exc.line()
-        self.rejected_objects[f"{kind}/{key}"] = obj
-        marker = (kind, key, str(_meta(obj).get("resourceVersion") or ""))
-        if marker not in self._warned:
-            self._warned.add(marker)
-            logger.warning("skipping %s %s: %s", kind, key, exc.line())
+    @property
+    def assumed(self) -> Mapping[str, int]:
+        return self.state.assumed
 
-    def _priorities(self, classes: Iterable[Obj]) -> PriorityTable:
-        table = PriorityTable()
-        for obj in classes:
-            try:
-                table.add(priority_class_from_dict(obj))
-            except InputError as exc:
-                self._skip("PriorityClass", obj, exc)
-        return table
+    def take_fresh(self) -> list[str]:
+        """The gangs created since the last call (and forget them)."""
+        fresh, self.fresh = list(self.fresh), set()
+        return fresh
 
-    @staticmethod
-    def _join_workload(
-        spec: PodSpec,
-        obj: Obj,
-        workloads: dict[str, WorkloadSpec],
-        gangs: dict[str, GangSpec],
-    ) -> PodSpec:
-        """Create the gang of the pod's ``workloadRef`` (or ungroup a ``basic`` pod group's pod)."""
-        ref = workload_ref(_spec(obj))  # pod_from_dict already validated it
-        workload = workloads.get(f"{spec.namespace}/{ref.name}") if ref else None
-        if ref is None or workload is None or ref.pod_group not in workload.pod_groups:
-            return spec  # waits for a missing gang
-        gang = workload.gang(ref.pod_group, ref.replica_key)
-        if gang is None:
-            return dataclasses.replace(spec, gang=None)  # basic: scheduled pod by pod
-        gangs.setdefault(gang.key, gang)
-        return spec
+    def drain(self) -> tuple[set[str], set[tuple[str, str]]]:
+        """The gangs and PodGroups touched since the last drain (and forget them)."""
+        gangs, groups = self.touched, self.groups_touched
+        self.touched, self.groups_touched = set(), set()
+        return gangs, groups
 
-    # -- the snapshot ------------------------------------------------------------------------
+    # -- start-up --------------------------------------------------------------------------
+    def start(
+        self,
+        *,
+        nodes: Iterable[Obj],
+        pods: Iterable[Obj],
+        groups: Mapping[Resource, Iterable[Obj]],
+        workloads: Iterable[Obj] = (),
+        priority_classes: Iterable[Obj] = (),
+        volcano_queues: Iterable[Obj] | None = None,
+        topologies: Iterable[Obj] = (),
+        hypernodes: Iterable[Obj] = (),
+        now: float,
+    ) -> Snapshot:
+        """Build the state once from the informers' first lists (``volcano_queues``: None when
+        the Queue API is not served; ``topologies``: Kueue/KAI Topology objects,
+        ``hypernodes``: Volcano HyperNodes)."""
+        for obj in priority_classes:
+            self._classes[key_of(obj)] = obj
+        self._reprioritise()
+        specs: list[NodeSpec] = []
+        for obj in nodes:
+            spec = self._convert("Node", obj, node_from_dict)
+            if spec is not None:
+                specs.append(spec)
+        names = {name for spec in specs for name in spec.allocatable}
+        self.state = ClusterState(specs, ResourceIndex(names))
+        self.snapshot = Snapshot(self.state, self.pods)
+        for obj in topologies:
+            self._topologies[("Topology", key_of(obj))] = obj
+        for obj in hypernodes:
+            self._topologies[("HyperNode", key_of(obj))] = obj
+        self._retopologise()
+        self._queues = None if volcano_queues is None else {key_of(q): q for q in volcano_queues}
+        for resource in GROUP_ORDER:
+            for obj in groups.get(resource, ()):
+                self._podgroup(resource, "ADDED", obj, now)
+        for obj in workloads:
+            self._workload("ADDED", obj, now)
+        for obj in pods:
+            self._pod("ADDED", obj, now)
+        self.touched.update(self.state.gangs)
+        self.fresh.update(self.state.gangs)
+        self.started = True
+        return self.snapshot
+
     def build(
         self,
         *,
@@ -264,138 +255,255 @@ class ClusterCache:
         hypernodes: Iterable[Obj] = (),
         now: float,
     ) -> Snapshot:
-        """A fresh state from the stores' current objects (O(objects); see the module doc).
-
-        Each PodGroup store may hold any of the three PodGroup API groups (the converter reads
-        ``apiVersion``); ``workloads`` holds ``scheduling.k8s.io`` Workloads; ``volcano_queues``
-        the Volcano Queues, or None when that API is not served (then queues are not checked).
-        """
-        self.rejected = {}
-        self.rejected_objects = {}
-        priority_classes = list(priority_classes)
-        table = self._priorities(priority_classes)
-        salt = tuple(
-            sorted((_key(o), str(_meta(o).get("resourceVersion"))) for o in priority_classes)
-        )
+        """A state built from scratch from these objects (``phalanx explain``, and tests that
+        compare it with an incrementally changed one). Conversions are still memoised."""
         memo = self.conversions
-
-        node_specs: list[NodeSpec] = []
-        for obj in nodes:
-            try:
-                node_specs.append(memo.convert("Node", obj, node_from_dict))
-            except InputError as exc:
-                self._skip("Node", obj, exc)
-
-        gang_specs: dict[str, GangSpec] = {}
-        for store in (podgroups, podgroups_sigs, volcano_podgroups):
-            for obj in store:
-                try:
-                    gang = memo.convert(
-                        "PodGroup", obj, partial(gang_from_dict, priorities=table), salt
-                    )
-                except InputError as exc:
-                    self._skip("PodGroup", obj, exc)
-                    continue
-                gang_specs.setdefault(gang.key, gang)
-        workload_specs: dict[str, WorkloadSpec] = {}
-        for obj in workloads:
-            try:
-                workload = workload_from_dict(obj)
-            except InputError as exc:
-                self._skip("Workload", obj, exc)
-                continue
-            workload_specs[workload.key] = workload
-
-        bound: list[tuple[PodSpec, str, Obj]] = []
-        pending: list[tuple[PodSpec, Obj]] = []
-        assumed: set[str] = set()
-        seen: set[str] = set()
-        for obj in pods:
-            key = _key(obj)
-            seen.add(key)
-            node_name = str(_spec(obj).get("nodeName") or "")
-            assumption = self.assumed.get(key)
-            if assumption is not None and (
-                node_name or str(_meta(obj).get("uid") or "") != assumption.uid
-            ):
-                self.forget(key)  # the informer caught up (or the pod was re-created)
-                assumption = None
-            phase = (obj.get("status") or {}).get("phase")
-            if phase in FINISHED_PHASES:
-                continue
-            if not node_name and assumption is None:
-                if _meta(obj).get("deletionTimestamp"):
-                    continue
-                if str(_spec(obj).get("schedulerName") or "") != self.scheduler_name:
-                    continue  # another scheduler's pending pod holds nothing
-            try:
-                spec = memo.convert("Pod", obj, partial(pod_from_dict, priorities=table), salt)
-            except InputError as exc:
-                self._skip("Pod", obj, exc)
-                continue
-            if spec.gang is not None and spec.gang.api == WORKLOAD_GROUP:
-                spec = self._join_workload(spec, obj, workload_specs, gang_specs)
-            if node_name:
-                bound.append((spec, node_name, obj))
-            elif assumption is not None:
-                bound.append((spec, assumption.node, obj))
-                assumed.add(key)
-            else:
-                pending.append((spec, obj))
-        for key in [k for k in self.assumed if k not in seen]:
-            self.forget(key)  # the pod is gone
-
-        names: set[str] = set()
-        for node_spec in node_specs:
-            names.update(node_spec.allocatable)
-        for pod_spec in [b[0] for b in bound] + [p[0] for p in pending]:
-            names.update(pod_spec.requests)
-        state = ClusterState(node_specs, ResourceIndex(names))
-        state.topology = topology.TopologySource(
-            self._converted("Topology", topologies, topology_from_dict) + self.settings_topology,
-            self._converted("HyperNode", hypernodes, hypernode_from_dict),
+        self.__init__(self.scheduler_name, self.topology_levels)  # type: ignore[misc]
+        self.conversions = memo
+        groups = {PODGROUPS: podgroups, PODGROUPS_SIGS: podgroups_sigs}
+        return self.start(
+            nodes=nodes,
+            pods=pods,
+            groups={**groups, VOLCANO_PODGROUPS: volcano_podgroups},
+            workloads=workloads,
+            priority_classes=priority_classes,
+            volcano_queues=volcano_queues,
+            topologies=topologies,
+            hypernodes=hypernodes,
+            now=now,
         )
-        snapshot = Snapshot(state, assumed=assumed)
-        queues = None if volcano_queues is None else {_key(q): q for q in volcano_queues}
-        for gang in gang_specs.values():
-            info = state.add_gang(gang, now)
-            self._carry_over(info)
-            if queues is not None and gang.api == VOLCANO_GROUP:
-                info.hold = queue_hold(gang.queue, queues)
-        position = {name: i for i, name in enumerate(state.table.names)}
-        for spec, node_name, obj in bound:
-            where = position.get(node_name)
-            if where is None:
-                continue  # bound to a node we do not know (gone, or not converted)
-            pod = state.add_pod(spec, now)
-            state.bind(pod, where, now)
-            snapshot.pods[spec.key] = obj
-        for spec, obj in pending:
-            state.add_pod(spec, now)
-            snapshot.pods[spec.key] = obj
-        self._gangs = state.gangs
-        memo.end_build()
-        return snapshot
 
-    def _converted(self, kind: str, objs: Iterable[Obj], convert: Callable[[Obj], T]) -> list[T]:
-        """The objects that convert (memoised); the others are skipped with a warning."""
-        specs: list[T] = []
-        for obj in objs:
-            try:
-                specs.append(self.conversions.convert(kind, obj, convert))
-            except InputError as exc:
-                self._skip(kind, obj, exc)
-        return specs
+    # -- events ----------------------------------------------------------------------------
+    def event(self, resource: Resource, kind: str, obj: Obj, now: float) -> None:
+        """Apply one informer event (after the informer updated its store)."""
+        if not self.started:
+            return  # start() reads the stores
+        self.changes += 1
+        try:
+            if resource is PODS:
+                self._pod(kind, obj, now)
+            elif resource is NODES:
+                self._node(kind, obj, now)
+            elif resource in GROUP_ORDER:
+                self._podgroup(resource, kind, obj, now)
+            elif resource is WORKLOADS:
+                self._workload(kind, obj, now)
+            elif resource is PRIORITY_CLASSES:
+                self._priority_class(kind, obj, now)
+            elif resource is VOLCANO_QUEUES:
+                self._queue(kind, obj)
+            elif resource in TOPOLOGY_RESOURCES:
+                self._topology(resource, kind, obj)
+        except Exception as exc:  # contained to this object: log it, mark it, carry on
+            logger.exception("applying %s %s %s failed", kind, resource.kind, key_of(obj))
+            self.rejections.reject(resource.kind, obj, InputError(f"cannot be applied: {exc}"))
 
-    def _carry_over(self, gang: GangInfo) -> None:
-        """The state is rebuilt every cycle, but a gang's history is not: when it was first
-        seen (for ``scheduleTimeoutSeconds``), whether it timed out, its backoff, its
-        condition."""
-        before = self._gangs.get(gang.ident)
-        if before is None:
+    def _topology(self, resource: Resource, kind: str, obj: Obj) -> None:
+        """Topology objects change rarely: the state's topology is made again from them all."""
+        marker = ("HyperNode" if resource is VOLCANO_HYPERNODES else "Topology", key_of(obj))
+        if kind == DELETED:
+            self._topologies.pop(marker, None)
+            self.rejections.accept(*marker)
+        else:
+            self._topologies[marker] = obj
+        self._retopologise()
+
+    def _retopologise(self) -> None:
+        specs: dict[str, list[Any]] = {"Topology": [], "HyperNode": []}
+        convert = {"Topology": topology_from_dict, "HyperNode": hypernode_from_dict}
+        for (kind, _), obj in self._topologies.items():
+            spec = self._convert(kind, obj, convert[kind])
+            if spec is not None:
+                specs[kind].append(spec)
+        if self.topology_levels:
+            specs["Topology"].append(TopologySpec("settings", self.topology_levels, "settings"))
+        self.state.topology = TopologySource(specs["Topology"], specs["HyperNode"])
+        for gang in list(self.state.blocked.values()):  # a new shape may let them fit
+            self.state.unblock(gang)
+
+    def queues_served(self, served: bool) -> None:
+        """Whether the Volcano Queue API is served now (holds are checked only then)."""
+        if served == (self._queues is not None):
             return
-        gang.created = before.created
-        gang.timed_out = before.timed_out
-        gang.failures = before.failures
-        gang.backoff_until = before.backoff_until
-        gang.condition = before.condition
+        self._queues = {} if served else None
+        self._rehold()
+
+    def resync(self, key: str, now: float) -> None:
+        """Put a pod back as its last watched object says (e.g. an eviction was refused)."""
+        obj = self.pods.get(key)
+        if obj is not None:
+            self._drop_pod(key)
+            self._pod("MODIFIED", obj, now)
+
+    def _convert(
+        self, kind: str, obj: Obj, convert: Any, salt: object = None, memo: str = ""
+    ) -> Any:
+        """``convert(obj)``, or None when ``obj`` is rejected (``memo``: the memo's kind)."""
+        try:
+            result = self.conversions.convert(kind, obj, convert, salt, memo=memo)
+        except InputError as exc:
+            self.rejections.reject(kind, obj, exc)
+            return None
+        self.rejections.accept(kind, key_of(obj))
+        return result
+
+    # -- nodes -----------------------------------------------------------------------------
+    def _node(self, kind: str, obj: Obj, now: float) -> None:
+        name = key_of(obj)
+        if kind == DELETED:
+            self.rejections.accept("Node", name)
+            self.conversions.drop("Node", name)
+            self._remove_node(name, now)
+            return
+        spec: NodeSpec | None = self._convert("Node", obj, node_from_dict)
+        if spec is None:
+            self._remove_node(name, now)
+            return
+        row = self.state.node_index(name)
+        if row is not None and self.state.table.facts.specs[row] == spec:
+            return  # a status heartbeat: nothing the scheduler reads changed
+        self.state.add_node(spec)
+        for key, pod in self._parked.pop(name, {}).items():
+            del self._parked_on[key]
+            self._pod("MODIFIED", pod, now)
+
+    def _remove_node(self, name: str, now: float) -> None:
+        row = self.state.node_index(name)
+        if row is None:
+            return
+        on_it = [
+            key for key, pod in self.state.pods.items() if pod.node == row and pod.status in HOLDING
+        ]
+        objs = [self.pods[key] for key in on_it if key in self.pods]
+        for key in on_it:
+            self._drop_pod(key)
+        self.state.remove_node(name)
+        for obj in objs:  # bound ones are parked until their node is back; assumed ones wait
+            self._pod("MODIFIED", obj, now)
+
+    # -- pods ------------------------------------------------------------------------------
+    def _pod(self, kind: str, obj: Obj, now: float) -> None:
+        key = key_of(obj)
+        self._index(key, None if kind == DELETED else obj)
+        if kind == DELETED:
+            self.rejections.accept("Pod", key)
+            self.conversions.drop("Pod", key)
+            self._drop_pod(key)
+            return
+        known = self.pods.get(key) or self._parked.get(self._parked_on.get(key, ""), {}).get(key)
+        if known is not None and uid_of(known) != uid_of(obj):
+            self._drop_pod(key)  # re-created under the same name: the old one's fate is moot
+        node_name = str(spec_of(obj).get("nodeName") or "")
+        phase = (obj.get("status") or {}).get("phase")
+        assumed = key in self.state.assumed
+        if phase in FINISHED_PHASES or not (node_name or assumed or self._candidate(obj)):
+            self.rejections.accept("Pod", key)
+            self._drop_pod(key)
+            return
+        spec: PodSpec | None = self._convert(
+            "Pod", obj, partial(pod_from_dict, priorities=self._priorities), self._salt
+        )
+        if spec is not None and spec.gang is not None and spec.gang.api == WORKLOAD_GROUP:
+            spec = self._join_workload(spec, obj, now)
+        if spec is None:
+            self._drop_pod(key)
+        elif node_name:
+            self._bound(key, spec, node_name, obj, now)
+        else:
+            self._pending(key, spec, obj, now)
+
+    def _candidate(self, obj: Obj) -> bool:
+        """A pending pod this scheduler should place."""
+        return not meta(obj).get("deletionTimestamp") and (
+            str(spec_of(obj).get("schedulerName") or "") == self.scheduler_name
+        )
+
+    def _bound(self, key: str, spec: PodSpec, node_name: str, obj: Obj, now: float) -> None:
+        state = self.state
+        row = state.node_index(node_name)
+        if row is None:
+            self._drop_pod(key)
+            self._parked.setdefault(node_name, {})[key] = obj
+            self._parked_on[key] = node_name
+            return
+        self._unpark(key)
+        pod = state.pods.get(key)
+        if pod is None:
+            pod = state.add_bound_pod(spec, row, now)
+            self._fresh(pod.gang)
+        else:
+            if pod.spec != spec:
+                pod = state.update_pod(spec, now)
+            if pod.status is PodStatus.PENDING:
+                state.bind(pod, row, now)
+            elif pod.status in HOLDING and pod.node == row:
+                state.confirm(key)
+            else:  # held elsewhere (an assumption the API contradicts): as the API says
+                self._drop_pod(key)
+                pod = state.add_bound_pod(spec, row, now)
+        self.pods[key] = obj
+        self.touched.add(pod.gang.ident)
+
+    def _pending(self, key: str, spec: PodSpec, obj: Obj, now: float) -> None:
+        state = self.state
+        self._unpark(key)
+        pod = state.pods.get(key)
+        if pod is None:
+            pod = state.add_pod(spec, now)
+            self._fresh(pod.gang)
+        elif pod.status is PodStatus.PENDING or key in state.assumed:
+            pod = state.update_pod(spec, now)
+        else:  # it held a node the API no longer shows: pending again
+            self._drop_pod(key)
+            pod = state.add_pod(spec, now)
+        self.pods[key] = obj
+        self.touched.add(pod.gang.ident)
+
+    def _fresh(self, gang: GangInfo) -> None:
+        if gang.implicit:
+            self.fresh.add(gang.ident)
+
+    def _drop_pod(self, key: str) -> None:
+        self._unpark(key)
+        self.pods.pop(key, None)
+        pod = self.state.remove_pod(key)
+        if pod is None:
+            return
+        gang = pod.gang
+        self.touched.add(gang.ident)
+        if gang.spec is not None and gang.spec.api == WORKLOAD_GROUP and not gang.members:
+            self.state.remove_gang(gang.key)  # a Workload gang lives as long as its pods
+
+    def _unpark(self, key: str) -> None:
+        node = self._parked_on.pop(key, None)
+        if node is not None:
+            self._parked[node].pop(key, None)
+            if not self._parked[node]:
+                del self._parked[node]
+
+    def _index(self, key: str, obj: Obj | None) -> None:
+        """Keep the PodGroup → pods and Workload → pods indices (every pod, any phase)."""
+        before = self._member_of.pop(key, None)
+        if before is not None:
+            self.members[before].pop(key, None)
+            if not self.members[before]:
+                del self.members[before]
+            self.groups_touched.add(before)
+        workload = self._workload_of.pop(key, None)
+        if workload is not None:
+            self._workload_pods[workload].pop(key, None)
+        if obj is None:
+            return
+        marker = group_of(obj)
+        if marker is not None:
+            self.members.setdefault(marker, {})[key] = obj
+            self._member_of[key] = marker
+            self.groups_touched.add(marker)
+        try:
+            ref = workload_ref(spec_of(obj))
+        except InputError:
+            ref = None
+        if ref is not None:
+            namespace = meta(obj).get("namespace") or "default"
+            self._workload_of[key] = f"{namespace}/{ref.name}"
+            self._workload_pods.setdefault(self._workload_of[key], {})[key] = obj

@@ -1,9 +1,10 @@
 """``phalanx explain``'s engine side: why do gangs wait, and where would they go now?
 
 Design: list Nodes, Pods, PriorityClasses and every gang API once (an API missing from the
-cluster is an empty list), build the same :class:`~phalanx.live.cache.Snapshot` the live loop
-builds, and run **one engine cycle in memory**. Nothing is bound and nothing is written: the
-cycle's binds are only read, as the placement each gang would get right now.
+cluster is an empty list), build the state with the same
+:class:`~phalanx.live.cache.ClusterCache` the live scheduler starts from (its gangs, orphans and
+rejections), and run **one engine cycle in memory**. Nothing is bound and nothing is written:
+the cycle's binds are only read, as the placement each gang would get right now.
 
 Every gang with pending members of this scheduler gets a :class:`GangReport`: what it needs
 (``minMember``, role minimums, the pending members' summed requests), and either the placement

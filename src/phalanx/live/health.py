@@ -13,7 +13,6 @@ wrapper around it, see :class:`InstrumentedScheduler`) calls.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -29,11 +28,8 @@ from prometheus_client import (
     generate_latest,
 )
 
-from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.session import CycleResult
-from phalanx.live.cache import Snapshot
 from phalanx.live.client import KubeClient
-from phalanx.live.errors import LiveError
 from phalanx.live.loop import LiveScheduler
 
 logger = logging.getLogger(__name__)
@@ -50,7 +46,7 @@ class Metrics:
         r = self.registry
         self.cycle_duration = Histogram(
             "phalanx_cycle_duration_seconds",
-            "Duration of one scheduling cycle (rebuild, schedule, bind, explain).",
+            "Duration of one scheduling cycle (schedule, bind, explain, statuses).",
             buckets=_CYCLE_BUCKETS,
             registry=r,
         )
@@ -72,6 +68,9 @@ class Metrics:
             "phalanx_partial_bind_recoveries",
             "Partially bound gangs that were completed or rolled back.",
             registry=r,
+        )
+        self.attempts = Counter(
+            "phalanx_placement_attempts", "Placement attempts made by cycles.", registry=r
         )
         self.is_leader = Gauge(
             "phalanx_leader", "1 while this replica holds the leader Lease.", registry=r
@@ -116,18 +115,25 @@ class InstrumentedScheduler(LiveScheduler):
     def __init__(self, client: KubeClient, *, metrics: Metrics, **options: Any) -> None:
         super().__init__(client, **options)
         self.metrics = metrics
+        self._counted = -1  # the state's version when waiting gangs were last counted
 
-    async def run_once(self, now: float | None = None, *, flush_events: bool = True) -> CycleResult:
+    async def run_once(
+        self, now: float | None = None, *, flush_events: bool = True, wait_binds: bool = True
+    ) -> CycleResult:
         now = time.time() if now is None else now
         started = time.perf_counter()
         try:
-            result = await super().run_once(now, flush_events=flush_events)
+            result = await super().run_once(now, flush_events=flush_events, wait_binds=wait_binds)
         finally:
             self.metrics.observe_cycle(time.perf_counter() - started)
-        counts: dict[str, int] = {}
-        for condition in result.waiting.values():
-            counts[condition.reason] = counts.get(condition.reason, 0) + 1
-        self.metrics.set_waiting(counts)
+        state = self.cache.state
+        if state.version != self._counted or result.waiting:  # parked gangs wait too
+            self._counted = state.version
+            counts: dict[str, int] = {}
+            for gang in [*state.waiting.values(), *state.blocked.values()]:
+                reason = gang.condition.reason if gang.condition is not None else "Pending"
+                counts[reason] = counts.get(reason, 0) + 1
+            self.metrics.set_waiting(counts)
         gangs = {pod.gang.ident: pod.gang for pod, _ in result.binds}
         for gang in gangs.values():
             self.metrics.record_gang_wait(now - gang.created)
@@ -136,17 +142,12 @@ class InstrumentedScheduler(LiveScheduler):
     def on_partial_bind_recovered(self, ident: str) -> None:
         self.metrics.record_partial_bind_recovery()
 
-    async def _bind_pod(
-        self,
-        snapshot: Snapshot,
-        pod: PodInfo,
-        node: str,
-        semaphore: asyncio.Semaphore,
-        now: float,
-    ) -> LiveError | None:
-        error = await super()._bind_pod(snapshot, pod, node, semaphore, now)
-        self.metrics.record_bind(error is None)
-        return error
+    def on_attempts(self, count: int) -> None:
+        super().on_attempts(count)
+        self.metrics.attempts.inc(count)
+
+    def on_bind(self, ok: bool) -> None:
+        self.metrics.record_bind(ok)
 
 
 class HealthServer:

@@ -2,33 +2,30 @@
 
 :class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses and every gang API
 (PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``
-with Volcano's Queues, ``scheduling.k8s.io`` Workloads). One cycle (:meth:`LiveScheduler.run_once`):
+with Volcano's Queues, ``scheduling.k8s.io`` Workloads). At start-up, once the informers have
+listed, :class:`~phalanx.live.cache.ClusterCache` builds the one
+:class:`~phalanx.cluster.state.ClusterState`; from then on every watch event changes it in
+place (never a rebuild). One cycle (:meth:`LiveScheduler.run_once`):
 
-1. rebuild a :class:`~phalanx.cluster.state.ClusterState` from the stores
-   (:class:`~phalanx.live.cache.ClusterCache`, assume cache included);
-2. run the same :class:`~phalanx.policies.Scheduler` the simulator runs — gangs are placed
-   all-or-nothing, so a cycle's binds only ever hold whole gangs;
-3. bind every pod of every committed gang concurrently (``pods/NAME/binding`` with the pod's
-   uid, at most ``bind_concurrency`` requests in flight) and assume each success; binds that
-   fail with a retriable error (5xx, 429, transport) are retried up to ``bind_retries`` times
-   with a short doubling delay, stopping early enough to respect ``partial_bind_limit``;
-   refusals for good (404 gone, 409 re-created) are not retried; a 409 for the very pod (same
-   uid) already bound, or a last attempt that failed but did commit (checked with a GET),
-   counts as bound. Every attempt is abandoned once half of ``partial_bind_limit`` has passed.
-   A gang still below its minimum is handed to :class:`~phalanx.live.recovery.PartialBinds`
-   (undo, event, requeue with backoff);
-4. for each waiting gang, set ``PodScheduled=False, reason=Unschedulable`` with the gang's
-   explanation on every pending member — only when the condition changed
-   (:mod:`phalanx.live.waiting`);
-5. with ``write_status`` (default), :class:`~phalanx.live.status.StatusWriter` writes
-   ``Scheduled`` / ``FailedScheduling`` Events and each PodGroup's status in its API's
-   vocabulary (:mod:`phalanx.live.group_status`).
+1. run the same :class:`~phalanx.policies.Scheduler` the simulator runs on that state — gangs
+   are placed all-or-nothing, so a cycle's binds only ever hold whole gangs;
+2. :func:`~phalanx.framework.backend.apply` the result: every field goes to the state (binds
+   are assumed at once) and to a :class:`~phalanx.live.backend.LiveBackend`, whose queued API
+   work is then awaited — binds with retries and partial-bind recovery, evictions, the waiting
+   gangs' explanations (:mod:`phalanx.live.waiting`), Timeout Events, wake-ups, metrics;
+3. pods waiting for a missing or rejected gang object are explained (only after a change);
+4. the gangs the watch touched are checked for partial binds left behind
+   (:meth:`PartialBinds.watch`);
+5. with ``write_status`` (default), :class:`~phalanx.live.status.StatusWriter` writes the
+   status of the PodGroups whose object, members or gang changed, in its API's vocabulary
+   (:mod:`phalanx.live.group_status`), and the ``Scheduled`` / ``FailedScheduling`` Events.
 
+A cycle where nothing changed therefore does no work proportional to the cluster.
 :meth:`LiveScheduler.serve` runs cycles on informer events that pass the queueing hints
-(:mod:`phalanx.live.hints`; debounced) and every ``period``.
-Nothing is kept that the API cannot rebuild: a restarted scheduler lists, finds gangs bound
-in full, in part or not at all, and carries on (:meth:`PartialBinds.watch` undoes what a
-stopped scheduler left half bound).
+(:mod:`phalanx.live.hints`; debounced), at the wake-ups the cycles asked for (a backoff ends),
+and every ``period``. Nothing is kept that the API cannot rebuild: a restarted scheduler lists,
+finds gangs bound in full, in part or not at all, and carries on (:meth:`PartialBinds.watch`
+undoes what a stopped scheduler left half bound).
 """
 
 from __future__ import annotations
@@ -36,20 +33,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
+import heapq
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any
 
-from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.backend import MemoryBackend, apply
+from phalanx.framework.backend import apply
 from phalanx.framework.session import CycleResult
+from phalanx.live.backend import LiveBackend
 from phalanx.live.cache import ClusterCache, Obj, Snapshot
 from phalanx.live.client import KubeClient
-from phalanx.live.errors import ApiError, LiveError, TransportError
 from phalanx.live.hints import WakeHints, pod_event_wakes
-from phalanx.live.informer import Backoff, Informer
+from phalanx.live.informer import DELETED, Backoff, Informer
 from phalanx.live.recovery import (
     PARTIAL_BIND_RECOVERED,
     PartialBinds,
@@ -74,15 +72,22 @@ from phalanx.live.resources import (
     WORKLOADS,
     Resource,
 )
-from phalanx.live.status import StatusWriter, plan, podgroup_resource, with_kind
+from phalanx.live.status import (
+    StatusWriter,
+    awaiting_admission,
+    plan,
+    podgroup_resource,
+    with_kind,
+)
 from phalanx.live.waiting import Explainer
-from phalanx.live.writes import bind
 from phalanx.policies import Scheduler, Scorer, get_policy
 
 logger = logging.getLogger(__name__)
 
 #: After an informer event, wait this long for more before running a cycle.
 DEFAULT_DEBOUNCE = 0.05
+#: Actions whose decisions the live scheduler cannot carry out (Permit holds).
+REFUSED_ACTIONS = frozenset({"coscheduling"})
 
 __all__ = [
     "DEFAULT_DEBOUNCE",
@@ -91,12 +96,6 @@ __all__ = [
     "RecoveryConfig",
     "pod_event_wakes",
 ]
-
-
-def _retriable(exc: LiveError) -> bool:
-    if isinstance(exc, TransportError):
-        return True
-    return isinstance(exc, ApiError) and (exc.status >= 500 or exc.status in (0, 429))
 
 
 class LiveScheduler:
@@ -121,9 +120,13 @@ class LiveScheduler:
         """``recheck_missing``: seconds between lists of an API the server does not serve
         (e.g. a CRD installed after the start); None: never look again. ``topology``: the
         settings' topology levels (node labels, top first)."""
+        chosen = get_policy(policy)
+        refused = REFUSED_ACTIONS & set(chosen.actions if actions is None else actions)
+        if refused:
+            raise ValueError(f"the live scheduler cannot run the {sorted(refused)} action")
         self.client = client
         self.scheduler_name = scheduler_name
-        self.scheduler = Scheduler(get_policy(policy), seed=seed, scorers=scorers, actions=actions)
+        self.scheduler = Scheduler(chosen, seed=seed, scorers=scorers, actions=actions)
         self.scheduler.config = dataclasses.replace(
             self.scheduler.config, scheduler_names=frozenset({scheduler_name})
         )
@@ -153,18 +156,24 @@ class LiveScheduler:
         self.partial = PartialBinds(
             client,
             self.recovery,
-            group_of=self._group_reference,
-            forget=self.cache.forget,
+            group_of=self.group_reference,
+            forget=lambda key: self.cache.state.forget(key),
             on_recovered=self.on_partial_bind_recovered,
             concurrency=bind_concurrency,
         )
         #: PodGroup status and Scheduled/FailedScheduling events (``write_status=False``: off).
         self.status = StatusWriter(client, controller=scheduler_name) if write_status else None
         self.cycles = 0
-        self._snapshot: Snapshot | None = None
+        self.attempts = 0  # placement attempts, over all cycles
         self.explainer = Explainer(client, scheduler_name, self.status)
         self.hints = WakeHints(scheduler_name)
         self._wake = asyncio.Event()
+        self._semaphore: asyncio.Semaphore | None = None
+        self._background: set[asyncio.Future[Any]] = set()
+        self._wakeups: list[float] = []  # a heap of the times cycles asked to run again
+        self._explained = -1  # the cache's change count when orphans were last explained
+        #: the state's version when Volcano admission was last planned (None: plan again)
+        self._planned: int | None = None
 
     # -- recovery state (kept by :class:`PartialBinds`) -------------------------------------
     @property
@@ -183,18 +192,77 @@ class LiveScheduler:
     def partial_since(self) -> dict[str, float]:
         return self.partial.partial_since
 
+    # -- hooks (for metrics) ---------------------------------------------------------------
     def on_partial_bind_recovered(self, ident: str) -> None:
-        """Called once per gang whose partial bind was undone (a hook for metrics)."""
+        """Called once per gang whose partial bind was undone."""
+
+    def on_bind(self, ok: bool) -> None:
+        """Called after every bind request (retries included)."""
+
+    def on_attempts(self, count: int) -> None:
+        """Called after every cycle with its placement attempts."""
+        self.attempts += count
+
+    def wake_at(self, at: float) -> None:
+        """A cycle is needed again at ``at`` (the backend's ``wake_at``)."""
+        heapq.heappush(self._wakeups, at)
+
+    def next_wakeup(self, now: float) -> float | None:
+        """The earliest wake-up still ahead (those passed are dropped)."""
+        while self._wakeups and self._wakeups[0] <= now:
+            heapq.heappop(self._wakeups)
+        return self._wakeups[0] if self._wakeups else None
+
+    @property
+    def semaphore(self) -> asyncio.Semaphore:
+        """Bounds the API writes in flight (binds, undos, explanations) to ``bind_concurrency``."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.bind_concurrency)
+        return self._semaphore
+
+    def in_background(self, work: asyncio.Future[Any]) -> None:
+        """Let ``work`` (a cycle's binds) finish while the loop goes on; the loop wakes when
+        it is done (statuses to write, room given back by failed binds)."""
+        self._background.add(work)
+        work.add_done_callback(self._done)
+
+    def _done(self, work: asyncio.Future[Any]) -> None:
+        self._background.discard(work)
+        if not work.cancelled() and work.exception() is not None:
+            logger.error("binding failed", exc_info=work.exception())
+        self._wake.set()
+
+    async def settle(self) -> None:
+        """Wait for the binds still going on in the background."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self, timeout: float | None = 30.0) -> None:
-        """Start the informers and wait for their first lists."""
+        """Start the informers, wait for their first lists, and build the state from them
+        (once: from then on the watch changes it)."""
         for informer in self.informers.values():
             informer.start()
         await asyncio.gather(*(i.wait_synced(timeout) for i in self.informers.values()))
+        if not self.cache.started:
+            queues = self.informers[VOLCANO_QUEUES]
+            self.cache.start(
+                nodes=self.objects(NODES),
+                pods=self.objects(PODS),
+                groups={r: self.objects(r) for r in PODGROUP_RESOURCES.values()},
+                workloads=self.objects(WORKLOADS),
+                priority_classes=self.objects(PRIORITY_CLASSES),
+                volcano_queues=None if queues.missing else self.objects(VOLCANO_QUEUES),
+                topologies=[*self.objects(KUEUE_TOPOLOGIES), *self.objects(KAI_TOPOLOGIES)],
+                hypernodes=self.objects(VOLCANO_HYPERNODES),
+                now=time.time(),
+            )
+            gc.freeze()  # the start-up objects live on: full collections need not walk them
 
     async def stop(self) -> None:
-        """Stop the informers; Events still queued are written first (bounded wait)."""
+        """Stop the informers once binds in flight are done; Events still queued are written
+        first (bounded wait)."""
+        await self.settle()
         if self.status is not None:
             await self.status.aclose()
         await asyncio.gather(*(i.stop() for i in self.informers.values()))
@@ -207,211 +275,113 @@ class LiveScheduler:
         await self.stop()
 
     def _on_event(self, resource: Resource, kind: str, obj: Obj) -> None:
+        self.cache.event(resource, kind, obj, time.time())
+        if kind == DELETED and self.status is not None and resource.group in PODGROUP_RESOURCES:
+            self.status.forget(resource, obj)
         if self.hints.wakes(resource, kind, obj):
             self._wake.set()
 
     def objects(self, resource: Resource) -> Iterable[Obj]:
         return list(self.informers[resource].store.values())
 
+    @property
+    def snapshot(self) -> Snapshot:
+        return self.cache.snapshot
+
     # -- gangs and their PodGroups ---------------------------------------------------------
-    def _group(self, ident: str) -> Obj | None:
-        """The PodGroup object (with kind) of gang ``ident`` in this cycle, if it has one."""
-        gang = self._snapshot.state.gangs.get(ident) if self._snapshot else None
+    def group(self, ident: str) -> Obj | None:
+        """The PodGroup object (with kind) of gang ``ident``, if it has one."""
+        gang = self.cache.state.gangs.get(ident)
         resource = podgroup_resource(gang) if gang is not None else None
         if resource is None:
             return None
         group = self.informers[resource].store.get(ident)
         return None if group is None else with_kind(group, resource)
 
-    def _group_reference(self, ident: str) -> Obj:
+    def group_reference(self, ident: str) -> Obj:
         """What an Event about gang ``ident`` regards: its PodGroup, or a reference to one."""
-        group = self._group(ident)
+        group = self.group(ident)
         if group is not None:
             return group
         namespace, _, name = ident.partition("/")
         return with_kind({"metadata": {"name": name, "namespace": namespace}}, PODGROUPS)
 
     # -- one cycle -------------------------------------------------------------------------
-    def snapshot(self, now: float) -> Snapshot:
-        return self.cache.build(
-            nodes=self.objects(NODES),
-            pods=self.objects(PODS),
-            podgroups=self.objects(PODGROUPS),
-            podgroups_sigs=self.objects(PODGROUPS_SIGS),
-            volcano_podgroups=self.objects(VOLCANO_PODGROUPS),
-            workloads=self.objects(WORKLOADS),
-            priority_classes=self.objects(PRIORITY_CLASSES),
-            volcano_queues=(
-                None if self.informers[VOLCANO_QUEUES].missing else self.objects(VOLCANO_QUEUES)
-            ),
-            topologies=[*self.objects(KUEUE_TOPOLOGIES), *self.objects(KAI_TOPOLOGIES)],
-            hypernodes=self.objects(VOLCANO_HYPERNODES),
-            now=now,
-        )
-
-    async def run_once(self, now: float | None = None, *, flush_events: bool = True) -> CycleResult:
-        """Rebuild, run one cycle, bind the committed gangs, explain the waiting ones.
+    async def run_once(
+        self, now: float | None = None, *, flush_events: bool = True, wait_binds: bool = True
+    ) -> CycleResult:
+        """Run one cycle on the state and carry out everything it decided.
 
         Events are written in the background; with ``flush_events`` (the default, for callers
-        that look at them next) the cycle returns once they are written. :meth:`serve` does
-        not wait for them.
+        that look at them next) the cycle returns once they are written. With ``wait_binds``
+        (the default) it returns once its binds are done. :meth:`serve` waits for neither.
         """
         now = time.time() if now is None else now
         self.cycles += 1
-        snapshot = self._snapshot = self.snapshot(now)
-        await self.partial.retry_undos(snapshot, now)
+        cache = self.cache
+        if not cache.started:
+            await self.start()
+        cache.queues_served(not self.informers[VOLCANO_QUEUES].missing)
+        for ident in cache.take_fresh():  # first seen by a cycle now
+            gang = cache.state.gangs.get(ident)
+            if gang is not None:
+                gang.created = now
+        await self.partial.retry_undos(cache.snapshot, now)
         if self.status is not None:
-            self.status.invalid(self.cache.rejected_objects, self.cache.rejected)
-        self.partial.apply_backoff(snapshot.state, now)
-        result = self.scheduler.cycle(snapshot.state, now)
-        apply(result, snapshot.state, MemoryBackend(snapshot.state, now))
-        semaphore = asyncio.Semaphore(self.bind_concurrency)
-        gangs: dict[str, list[tuple[PodInfo, int]]] = {}
-        for pod, node in result.binds:
-            gangs.setdefault(pod.gang.ident, []).append((pod, node))
-        await asyncio.gather(
-            *(
-                self._bind_gang(snapshot, ident, binds, semaphore, now)
-                for ident, binds in gangs.items()
-            )
-        )
-        await self.explainer.explain(
-            snapshot,
-            result.waiting,
-            group_of=self._group,
-            rejected=self.cache.rejected,
-            semaphore=semaphore,
-        )
-        await self.partial.watch(snapshot, now, semaphore, self.cache.assumed)
+            self.status.invalid(cache.rejected_objects, cache.rejected)
+        self.partial.apply_backoff(cache.state, now)
+        result = self.scheduler.cycle(cache.state, now)
+        backend = LiveBackend(self, now)
+        apply(result, cache.state, backend)
+        await backend.finish(wait=wait_binds)
+        if cache.changes != self._explained:
+            self._explained = cache.changes
+            await self.explainer.orphans(cache.snapshot, cache.rejected, self.semaphore)
+        touched, groups = cache.drain()
+        await self.partial.watch(cache.snapshot, now, self.semaphore, touched)
         if self.status is not None:
-            groups = {r: self.objects(r) for r in PODGROUP_RESOURCES.values()}
-            pods = self.objects(PODS)
-            assumed = self.cache.assumed.keys()
-            await self.status.sync(plan(groups, pods, snapshot, self.status, assumed))
+            await self._write_statuses(groups)
             if flush_events:
                 await self.status.flush()
         return result
 
-    async def _bind_gang(
-        self,
-        snapshot: Snapshot,
-        ident: str,
-        binds: list[tuple[PodInfo, int]],
-        semaphore: asyncio.Semaphore,
-        now: float,
-    ) -> None:
-        config = self.recovery
-        started = time.monotonic()
-        names = snapshot.state.table.names
-        todo = [(pod, names[node]) for pod, node in binds]
-        bound_now: list[tuple[PodInfo, str]] = []
-        unbound: set[str] = set()  # refused for good (404, 409...) or out of retries
-        for attempt in range(config.bind_retries + 1):
-            budget = max(0.01, config.partial_bind_limit / 2 - (time.monotonic() - started))
-            outcomes = await asyncio.gather(
-                *(
-                    self._within(budget, pod, self._bind_pod(snapshot, pod, node, semaphore, now))
-                    for pod, node in todo
-                )
-            )
-            failed = [(item, error) for item, error in zip(todo, outcomes, strict=True) if error]
-            bound_now += [item for item, error in zip(todo, outcomes, strict=True) if not error]
-            if not failed and not unbound:
-                if attempt:
-                    logger.info("gang %s fully bound after %d retries", ident, attempt)
-                self.partial.scheduled(ident)
-                self._scheduled(snapshot, ident, bound_now)
-                return
-            for (pod, node), error in failed:
-                logger.warning("bind %s to %s failed (gang %s): %s", pod.key, node, ident, error)
-            todo = [item for item, error in failed if _retriable(error)]
-            unbound |= {pod.key for (pod, _), error in failed if not _retriable(error)}
-            delay = config.retry_delay * 2**attempt
-            if (
-                not todo
-                or attempt == config.bind_retries
-                or time.monotonic() + delay - started >= config.partial_bind_limit / 2
-            ):
-                break
-            await asyncio.sleep(delay)
-        for pod, _ in todo:  # out of retries or time: the last attempt may have committed
-            uid = snapshot.uid(pod.key)
-            where = await self._already_bound(pod, uid)
-            if where is None:
-                unbound.add(pod.key)
-            else:
-                self.cache.assume(pod.key, uid or "", where, now)
-                bound_now.append((pod, where))
-        if not unbound:
-            self.partial.scheduled(ident)
-            self._scheduled(snapshot, ident, bound_now)
-        elif await self.partial.settle(snapshot, ident, unbound, started, now, semaphore):
-            self._scheduled(snapshot, ident, bound_now)
-
-    @staticmethod
-    async def _within(
-        seconds: float, pod: PodInfo, attempt: Coroutine[Any, Any, LiveError | None]
-    ) -> LiveError | None:
-        """One bind ``attempt``, abandoned after ``seconds`` (a hung request must not keep
-        the gang's other members bound past ``partial_bind_limit``, nor stall the loop)."""
-        try:
-            return await asyncio.wait_for(attempt, seconds)
-        except TimeoutError:
-            return TransportError(f"bind of {pod.key} not answered within {seconds:.2f} s")
-
-    def _scheduled(self, snapshot: Snapshot, ident: str, binds: list[tuple[PodInfo, str]]) -> None:
-        if self.status is None or not binds:
+    async def _write_statuses(self, touched: set[tuple[str, str]]) -> None:
+        """Plan and write the status of the PodGroups touched since the last cycle (and of
+        the Volcano groups awaiting admission, after the state changed)."""
+        assert self.status is not None
+        targets: dict[tuple[str, str], tuple[Resource, Obj]] = {}
+        for api, key in touched:
+            resource = PODGROUP_RESOURCES.get(api)
+            obj = self.informers[resource].store.get(key) if resource is not None else None
+            if resource is not None and obj is not None:
+                targets[(api, key)] = (resource, obj)
+        volcano = self.informers[VOLCANO_PODGROUPS].store
+        admission = VOLCANO_PODGROUPS.group in {api for api, _ in targets}
+        if volcano and (admission or self.cache.state.version != self._planned):
+            self._planned = self.cache.state.version
+            for key, obj in volcano.items():
+                current = self.status.current(VOLCANO_PODGROUPS, obj)
+                if awaiting_admission(current):
+                    targets[(VOLCANO_PODGROUPS.group, key)] = (VOLCANO_PODGROUPS, obj)
+        if not targets:
             return
-        pods = [(snapshot.pods[pod.key], node) for pod, node in binds if pod.key in snapshot.pods]
-        self.status.scheduled(self._group(ident), pods)
-
-    async def _bind_pod(
-        self,
-        snapshot: Snapshot,
-        pod: PodInfo,
-        node: str,
-        semaphore: asyncio.Semaphore,
-        now: float,
-    ) -> LiveError | None:
-        uid = snapshot.uid(pod.key)
-        async with semaphore:
-            try:
-                await bind(self.client, pod.spec.namespace, pod.spec.name, node, uid=uid)
-            except ApiError as exc:
-                if not exc.conflict:
-                    return exc
-                bound_to = await self._already_bound(pod, uid)
-                if bound_to is None:
-                    return exc
-                logger.info("bind %s: already bound to %s (an earlier attempt)", pod.key, bound_to)
-                node = bound_to
-            except LiveError as exc:
-                return exc
-        self.cache.assume(pod.key, uid or "", node, now)
-        return None
-
-    async def _already_bound(self, pod: PodInfo, uid: str | None) -> str | None:
-        """After a 409 on a bind: the node this very pod (same uid) is bound to, if it is.
-
-        The API server answers 409 when the pod is already assigned — e.g. an earlier attempt
-        that timed out had in fact committed, or a stopped scheduler's bind landed late. That
-        pod is bound, not refused; a 409 for a re-created pod (another uid) is a refusal.
-        """
-        try:
-            current = await self.client.get(PODS, pod.spec.name, pod.spec.namespace)
-        except LiveError:
-            return None
-        meta = current.get("metadata") or {}
-        node = (current.get("spec") or {}).get("nodeName")
-        if node and (uid is None or meta.get("uid") == uid):
-            return str(node)
-        return None
+        desired = plan(
+            targets.values(),
+            self.cache.members,
+            self.cache.state,
+            self.status,
+            self.cache.assumed,
+            volcano.values(),
+        )
+        if await self.status.sync(desired, prune=False) and admission:
+            self._planned = None  # admissions read the statuses just written
 
     # -- the loop --------------------------------------------------------------------------
     async def serve(
         self, stop: asyncio.Event, period: float = 1.0, debounce: float = DEFAULT_DEBOUNCE
     ) -> None:
-        """Run cycles on informer events (debounced) and every ``period`` until ``stop``."""
+        """Run cycles on informer events (debounced), at the wake-ups cycles asked for, and
+        every ``period``, until ``stop``."""
         stopping = asyncio.create_task(stop.wait())
         try:
             # no time limit on the first lists (an unreachable server is retried with
@@ -427,17 +397,25 @@ class LiveScheduler:
             while not stop.is_set():
                 self._wake.clear()
                 try:
-                    await self.run_once(flush_events=False)
+                    await self.run_once(flush_events=False, wait_binds=False)
                 except Exception:  # one failed cycle must not stop the scheduler
                     logger.exception("scheduling cycle failed")
+                timeout = period
+                wakeup = self.next_wakeup(time.time())
+                if wakeup is not None:
+                    timeout = min(period, max(debounce, wakeup - time.time()))
                 woken = asyncio.create_task(self._wake.wait())
                 done, _ = await asyncio.wait(
-                    {stopping, woken}, timeout=period, return_when=asyncio.FIRST_COMPLETED
+                    {stopping, woken}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                 )
                 woken.cancel()
                 if woken in done and not stop.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), debounce)
+        except asyncio.CancelledError:  # killed: binds in flight die with it, as in a process
+            for work in list(self._background):
+                work.cancel()
+            raise
         finally:
             stopping.cancel()
             await self.stop()

@@ -39,6 +39,7 @@ from phalanx.live.cache import Obj, Snapshot
 from phalanx.live.client import KubeClient
 from phalanx.live.errors import ApiError, LiveError
 from phalanx.live.resources import PODS
+from phalanx.live.writes import evict
 
 logger = logging.getLogger(__name__)
 
@@ -199,26 +200,30 @@ class PartialBinds:
         snapshot: Snapshot,
         now: float,
         semaphore: asyncio.Semaphore,
-        assumed: Container[str] = (),
+        touched: Iterable[str] | None = None,
     ) -> None:
         """Undo gangs left partially bound for longer than ``partial_bind_limit``.
 
         This catches what :meth:`settle` cannot see, e.g. a scheduler that stopped in the
-        middle of binding a gang. Every gang of the snapshot is looked at — waiting, in
-        backoff (a timed-out gang leaves the waiting list) or with no pending member left (a
-        member was deleted) — and counts when it holds bound members below its minimum, none
-        of which has started or is still only assumed (``assumed``: the keys of pods bound by
-        this scheduler whose watch event has not come yet).
+        middle of binding a gang. The gangs looked at are those ``touched`` since the last
+        call (None: every gang of the state) and those already seen partially bound — waiting,
+        in backoff (a timed-out gang leaves the waiting list) or with no pending member left
+        (a member was deleted). A gang counts when it holds bound members below its minimum,
+        none of which has started or is still only assumed (bound by this scheduler, the
+        watch not caught up).
         """
+        gangs = snapshot.state.gangs
+        idents = set(gangs if touched is None else touched) | set(self.partial_since)
         seen: set[str] = set()
         limit = self.config.partial_bind_limit
-        for ident, gang in snapshot.state.gangs.items():
-            if gang.implicit or ident in self.undo_pending:
+        for ident in idents:
+            gang = gangs.get(ident)
+            if gang is None or gang.implicit or ident in self.undo_pending:
                 continue
             members = bound_members(gang)
             if not members or len(members) >= gang.min_member:
                 continue
-            if any(p.key in snapshot.assumed or p.key in assumed for p in members):
+            if any(p.key in snapshot.assumed for p in members):
                 continue
             if started(snapshot, members):
                 continue
@@ -236,7 +241,7 @@ class PartialBinds:
             self.requeue(ident, now)
             undo = self._undo_of(snapshot, since, members)
             await self.undo(ident, undo, len(gang.pending()), semaphore)
-        for ident in [i for i in self.partial_since if i not in seen]:
+        for ident in [i for i in self.partial_since if i in idents and i not in seen]:
             del self.partial_since[ident]
 
     @staticmethod
@@ -304,15 +309,8 @@ class PartialBinds:
 
     async def _evict(self, namespace: str, name: str, uid: str | None) -> bool:
         """POST an Eviction; False when the server has no eviction subresource."""
-        body: Obj = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": name, "namespace": namespace},
-        }
-        if uid:
-            body["deleteOptions"] = {"preconditions": {"uid": uid}}
         try:
-            await self.client.request("POST", PODS.path(namespace, name, "eviction"), body=body)
+            await evict(self.client, namespace, name, uid)
         except ApiError as exc:
             if exc.status in (404, 405):
                 return False  # not served here (or the pod is gone): DELETE decides

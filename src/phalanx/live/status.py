@@ -2,11 +2,14 @@
 
 Design:
 
-- :func:`plan` turns one cycle's outcome into the desired status of every PodGroup of the three
-  PodGroup APIs, in each API's vocabulary (:mod:`phalanx.live.group_status`: scheduler-plugins
-  phases and counts for ``scheduling.x-k8s.io`` and ``scheduling.sigs.k8s.io``; Volcano phases,
+- :func:`plan` turns the state into the desired status of the PodGroups it is given — the loop
+  gives those whose object, members or gang changed since the last cycle (and the Volcano
+  groups awaiting admission once the state changed), so an unchanged cluster is not scanned —
+  in each API's vocabulary (:mod:`phalanx.live.group_status`: scheduler-plugins phases and
+  counts for ``scheduling.x-k8s.io`` and ``scheduling.sigs.k8s.io``; Volcano phases,
   ``Inqueue`` admission and ``Unschedulable``/``Scheduled`` conditions for
-  ``scheduling.volcano.sh``). Pods join their group by the same keys the converter reads.
+  ``scheduling.volcano.sh``). Pods join their group by the same keys the converter reads; the
+  cache keeps that index (:attr:`~phalanx.live.cache.ClusterCache.members`).
 - :class:`StatusWriter` writes a desired status through the ``/status`` subresource with a
   JSON merge patch (CRDs refuse strategic merge) that carries every managed field (lists, such
   as Volcano's ``conditions``, are sent whole: merge patches replace lists). It writes only
@@ -17,7 +20,8 @@ Design:
   pod and on the group when a gang binds; ``FailedScheduling`` (Warning) with the gang's
   explanation on the group and its pending pods when it waits — only when the message changed
   since the last one for that object (remembered in memory, so a restart repeats it once).
-  A Warning ``Invalid`` Event goes on every object the cache rejected, once per version.
+  A Warning ``Invalid`` Event goes on every object the cache rejected, once per version (its
+  ``metadata.generation`` when it has one: our own status writes do not repeat it).
   They go through an :class:`~phalanx.live.events.EventRecorder`: queued, written in the
   background, so binds never wait for them.
 """
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +38,8 @@ import numpy as np
 
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo
-from phalanx.k8s.pods import gang_ref
 from phalanx.live import events
-from phalanx.live.cache import Snapshot
+from phalanx.live.cache import group_of
 from phalanx.live.client import KubeClient, Obj
 from phalanx.live.errors import LiveError
 from phalanx.live.group_status import (
@@ -71,15 +74,6 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def with_kind(obj: Obj, resource: Resource) -> Obj:
     """Listed built-in items lack ``kind``/``apiVersion``; events need them in references."""
     return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
-
-
-def group_of(pod: Obj) -> tuple[str, str] | None:
-    """``(API group, namespace/name)`` of the PodGroup ``pod`` belongs to, if any."""
-    meta = _meta(pod)
-    ref = gang_ref(meta.get("labels") or {}, meta.get("annotations") or {})
-    if ref is None:
-        return None
-    return ref.api, f"{meta.get('namespace') or 'default'}/{ref.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +116,10 @@ class StatusWriter:
             return group
         return {**group, "status": {**status, **written}}
 
-    async def sync(self, desired: Iterable[Desired]) -> int:
-        """Write every status that changed; the number of writes. ``desired`` covers every
-        existing group: the memory of the others (deleted) is dropped."""
+    async def sync(self, desired: Iterable[Desired], *, prune: bool = True) -> int:
+        """Write every status that changed; the number of writes. With ``prune``, ``desired``
+        covers every existing group: the memory of the others (deleted) is dropped (without
+        it, :meth:`forget` a deleted group)."""
         writes = []
         keep: set[tuple[str, str]] = set()
         for item in desired:
@@ -135,10 +130,14 @@ class StatusWriter:
             if item.status == managed or item.status == self._written.get(marker):
                 continue
             writes.append(self._write(marker, item))
-        for marker in [m for m in self._written if m not in keep]:
+        for marker in [m for m in self._written if prune and m not in keep]:
             del self._written[marker]
         done = await asyncio.gather(*writes)
         return sum(done)
+
+    def forget(self, resource: Resource, group: Obj) -> None:
+        """``group`` was deleted: drop what was written to it."""
+        self._written.pop((resource.group, _object_key(group)), None)
 
     async def _write(self, marker: tuple[str, str], item: Desired) -> bool:
         meta = _meta(item.group)
@@ -190,12 +189,17 @@ class StatusWriter:
             self._emit(group, events.SCHEDULED, note, events.NORMAL)
             self._failed.pop((str(group.get("kind")), _object_key(group)), None)
 
+    def warning(self, regarding: Obj, reason: str, note: str) -> None:
+        """A Warning Event (e.g. a gang's ``Timeout``) on ``regarding``."""
+        self._emit(regarding, reason, note, events.WARNING)
+
     def invalid(self, objects: Mapping[str, Obj], why: Mapping[str, str]) -> int:
         """A Warning ``Invalid`` Event on each object the cache rejected (``objects`` and
         ``why``: ``kind/key`` → the object, → its one-line error), once per object version."""
         emitted = 0
         for marker, obj in objects.items():
-            version = (marker, str(_meta(obj).get("resourceVersion") or ""))
+            meta = _meta(obj)  # the spec's generation: a status write must not repeat it
+            version = (marker, str(meta.get("generation") or meta.get("resourceVersion") or ""))
             if version in self._invalid:
                 continue
             self._invalid.add(version)
@@ -241,15 +245,15 @@ def _free(state: ClusterState) -> dict[str, int]:
     return {name: int(free[i]) for i, name in enumerate(state.index.names)}
 
 
-def _admissions(volcano: list[Obj], snapshot: Snapshot) -> set[str]:
+def _admissions(volcano: list[Obj], state: ClusterState) -> set[str]:
     """Volcano groups admitted (``Inqueue``) this cycle: their ``minResources`` fit what is free
     less the ``minResources`` of groups admitted before and not yet running. ``volcano``: the
     groups with the status the writer knows (:meth:`StatusWriter.current`)."""
-    free = _free(snapshot.state)
+    free = _free(state)
     waiting: list[tuple[str, str, dict[str, int]]] = []
     for group in volcano:
         key = _object_key(group)
-        gang = snapshot.state.gangs.get(key)
+        gang = state.gangs.get(key)
         want = dict(gang.spec.min_resources) if gang is not None and gang.spec else {}
         phase = (group.get("status") or {}).get("phase")
         if phase == INQUEUE:
@@ -267,38 +271,45 @@ def _admissions(volcano: list[Obj], snapshot: Snapshot) -> set[str]:
     return admitted
 
 
+def awaiting_admission(group: Obj) -> bool:
+    """A Volcano group whose admission (``Inqueue``) may change when room frees."""
+    return (group.get("status") or {}).get("phase") in (None, "", PENDING)
+
+
 def plan(
-    groups: Mapping[Resource, Iterable[Obj]],
-    pods: Iterable[Obj],
-    snapshot: Snapshot,
+    targets: Iterable[tuple[Resource, Obj]],
+    members: Mapping[tuple[str, str], Mapping[str, Obj]],
+    state: ClusterState,
     writer: StatusWriter,
-    assumed: Collection[str] = (),
+    assumed: Container[str] = (),
+    volcano: Iterable[Obj] = (),
 ) -> list[Desired]:
-    """The desired status of every group in ``groups`` (PodGroup resource → its objects);
-    ``assumed``: keys of pods bound by this scheduler whose watch event has not come yet."""
-    members: dict[tuple[str, str], list[Obj]] = {}
-    for pod in pods:
-        marker = group_of(pod)
-        if marker is not None:
-            members.setdefault(marker, []).append(pod)
+    """The desired status of the PodGroups in ``targets`` (resource, group): only those need
+    looking at (the loop passes the groups whose object, members or gang changed).
+    ``members``: (API group, group key) → the pods that name it (any phase); ``assumed``: keys
+    of pods bound by this scheduler whose watch event has not come yet; ``volcano``: every
+    Volcano group (admission is decided over all of them)."""
+    targets = list(targets)
+    admitted: set[str] = set()
+    if any(resource is VOLCANO_PODGROUPS for resource, _ in targets):
+        current = [writer.current(VOLCANO_PODGROUPS, group) for group in volcano]
+        admitted = _admissions(current, state)
     out: list[Desired] = []
-    for resource, objects in groups.items():
-        current = [writer.current(resource, group) for group in objects]
-        admitted = _admissions(current, snapshot) if resource is VOLCANO_PODGROUPS else set()
-        for group in current:
-            key = _object_key(group)
-            mine = members.get((resource.group, key), [])
-            if resource is not VOLCANO_PODGROUPS:
-                out.append(Desired(resource, group, group_status(group, mine)))
-                continue
-            gang = snapshot.state.gangs.get(key)
-            if gang is not None and (gang.spec is None or gang.spec.api != resource.group):
-                gang = None  # a same-named group of another API owns the gang
-            bound = [i for i, pod in enumerate(mine) if _object_key(pod) in assumed]
-            status = volcano_status(
-                group, mine, assumed=bound, verdict=_verdict(gang), admitted=key in admitted
-            )
-            out.append(Desired(resource, group, status))
+    for resource, obj in targets:
+        group = writer.current(resource, obj)
+        key = _object_key(group)
+        mine = list(members.get((resource.group, key), {}).values())
+        if resource is not VOLCANO_PODGROUPS:
+            out.append(Desired(resource, group, group_status(group, mine)))
+            continue
+        gang = state.gangs.get(key)
+        if gang is not None and (gang.spec is None or gang.spec.api != resource.group):
+            gang = None  # a same-named group of another API owns the gang
+        bound = [i for i, pod in enumerate(mine) if _object_key(pod) in assumed]
+        status = volcano_status(
+            group, mine, assumed=bound, verdict=_verdict(gang), admitted=key in admitted
+        )
+        out.append(Desired(resource, group, status))
     return out
 
 
@@ -317,6 +328,7 @@ __all__ = [
     "SCHEDULING",
     "Desired",
     "StatusWriter",
+    "awaiting_admission",
     "group_of",
     "group_status",
     "phase_for",

@@ -5,8 +5,10 @@ the condition ``PodScheduled=False``, reason ``Unschedulable``, with its gang's 
 patched only when the message changed, so a steady cluster costs no writes — and (through the
 :class:`~phalanx.live.status.StatusWriter`, when status writing is on) a ``FailedScheduling``
 Event on the pod and on its PodGroup. Two kinds of pods wait: members of gangs the engine
-reports as waiting, and pods whose gang object is missing or was rejected (orphans), which the
-engine never sees as gangs.
+reports as waiting (the live backend's ``write_status``: a gang parked by the queueing hints is
+not reported again, so an unchanged explanation is not redone), and pods whose gang object is
+missing or was rejected (orphans), which the engine never sees as gangs — explained only in
+cycles after the cache changed.
 """
 
 from __future__ import annotations
@@ -61,17 +63,24 @@ class Explainer:
         waiting: Mapping[str, Condition],
         *,
         group_of: Callable[[str], Obj | None],
-        rejected: Mapping[str, str],
         semaphore: asyncio.Semaphore,
     ) -> None:
-        """Explain the members of ``waiting`` gangs and the orphans of ``snapshot``
-        (``group_of``: a gang's PodGroup object; ``rejected``: the cache's rejections)."""
+        """Explain the members of the ``waiting`` gangs (``group_of``: a gang's PodGroup)."""
         patches: list[Coroutine[Any, Any, None]] = []
         for ident, condition in waiting.items():
             gang = snapshot.state.gangs.get(ident)
             if gang is not None:
                 group = None if gang.implicit else group_of(ident)
                 patches += self._pods(snapshot, gang.members, condition.message, group, semaphore)
+        await asyncio.gather(*patches)
+
+    async def orphans(
+        self, snapshot: Snapshot, rejected: Mapping[str, str], semaphore: asyncio.Semaphore
+    ) -> None:
+        """Explain the pods whose gang object is missing or rejected (``rejected``: the
+        cache's rejections). The loop calls this only after a change: unchanged orphans
+        have their explanation already."""
+        patches: list[Coroutine[Any, Any, None]] = []
         for key, pods in snapshot.state.orphans.items():
             message = orphan_message(key, pods, rejected)
             patches += self._pods(snapshot, pods, message, None, semaphore)

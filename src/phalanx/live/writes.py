@@ -1,4 +1,4 @@
-"""The scheduler's writes: bind a pod, set pod conditions, write a gang's CRD status.
+"""The scheduler's writes: bind or evict a pod, set pod conditions, write a gang's CRD status.
 
 Design notes:
 
@@ -56,6 +56,19 @@ async def bind(
     """Bind ``namespace/pod`` to ``node``; the server's Status dict (``status: Success``)."""
     path = PODS.path(namespace, pod, "binding")
     return await client.request("POST", path, body=binding(namespace, pod, node, uid=uid))
+
+
+async def evict(client: KubeClient, namespace: str, pod: str, uid: str | None = None) -> Obj:
+    """POST a ``policy/v1`` Eviction for ``namespace/pod`` (PodDisruptionBudgets are honoured:
+    the server answers 429 while one forbids it); with ``uid``, only that incarnation."""
+    body: Obj = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": namespace},
+    }
+    if uid:
+        body["deleteOptions"] = {"preconditions": {"uid": uid}}
+    return await client.request("POST", PODS.path(namespace, pod, "eviction"), body=body)
 
 
 def pod_condition(

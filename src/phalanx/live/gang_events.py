@@ -1,0 +1,200 @@
+"""Gang objects in the live cache: PodGroups, Workloads, PriorityClasses, Volcano Queues.
+
+Design: :class:`GangEvents` is the half of :class:`~phalanx.live.cache.ClusterCache` that turns
+events about the objects gangs are made of into state changes (the rules are in the cache's
+module doc): a PodGroup's spec (``update_gang``, or ``remove_gang`` when it goes or turns
+invalid: its pods wait as orphans), a Workload's pod groups (its pods are placed again, its
+gangs made or removed), a PriorityClass (the pods and PodGroups are converted again — rare),
+a Volcano Queue (the holds of the groups of that API). It works on the cache's attributes,
+declared here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any
+
+from phalanx.api.errors import InputError
+from phalanx.api.specs import GangSpec, PodSpec
+from phalanx.cluster.state import ClusterState
+from phalanx.k8s import (
+    WORKLOAD_GROUP,
+    PriorityTable,
+    WorkloadSpec,
+    gang_from_dict,
+    priority_class_from_dict,
+    workload_from_dict,
+    workload_ref,
+)
+from phalanx.k8s.objects import VOLCANO_GROUP
+from phalanx.live.convert import (
+    Conversions,
+    Obj,
+    Rejections,
+    key_of,
+    queue_hold,
+    spec_of,
+    version_of,
+)
+from phalanx.live.resources import PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS, Resource
+
+DELETED = "DELETED"
+#: PodGroup APIs in the order that wins when several have a group of the same name.
+GROUP_ORDER = (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS)
+
+
+class GangEvents:
+    """PodGroup, Workload, PriorityClass and Queue events (mixed into the cache)."""
+
+    state: ClusterState
+    pods: dict[str, Obj]
+    conversions: Conversions
+    rejections: Rejections
+    touched: set[str]
+    groups_touched: set[tuple[str, str]]
+    fresh: set[str]
+    _parked: dict[str, dict[str, Obj]]
+    _groups: dict[str, dict[str, GangSpec]]
+    _group_objs: dict[tuple[str, str], Obj]
+    _workloads: dict[str, WorkloadSpec]
+    _workload_pods: dict[str, dict[str, Obj]]
+    _workload_gangs: dict[str, set[str]]
+    _classes: dict[str, Obj]
+    _priorities: PriorityTable
+    _salt: object
+    _queues: dict[str, Obj] | None
+
+    def _pod(self, kind: str, obj: Obj, now: float) -> None:
+        raise NotImplementedError
+
+    def _convert(
+        self, kind: str, obj: Obj, convert: Any, salt: object = None, memo: str = ""
+    ) -> Any:
+        raise NotImplementedError
+
+    # -- gangs -------------------------------------------------------------------------------
+    def _podgroup(self, resource: Resource, kind: str, obj: Obj, now: float) -> None:
+        key = key_of(obj)
+        specs = self._groups.setdefault(key, {})
+        self.groups_touched.add((resource.group, key))
+        if kind == DELETED:
+            specs.pop(resource.group, None)
+            self._group_objs.pop((resource.group, key), None)
+            self.conversions.drop(f"PodGroup.{resource.group}", key)
+            self.rejections.accept("PodGroup", key)
+        else:
+            self._group_objs[(resource.group, key)] = obj
+            convert = partial(gang_from_dict, priorities=self._priorities)
+            memo = f"PodGroup.{resource.group}"
+            spec = self._convert("PodGroup", obj, convert, self._salt, memo)
+            if spec is None:
+                specs.pop(resource.group, None)
+            else:
+                specs[resource.group] = spec
+        self._sync_gang(key, now)
+
+    def _sync_gang(self, key: str, now: float) -> None:
+        specs = self._groups.get(key) or {}
+        spec = next((specs[r.group] for r in GROUP_ORDER if r.group in specs), None)
+        gang = self.state.gangs.get(key)
+        if spec is None:
+            if not specs:
+                self._groups.pop(key, None)
+            if gang is not None and gang.spec is not None and gang.spec.api != WORKLOAD_GROUP:
+                self.touched.add(gang.ident)
+                self.state.remove_gang(key)
+            return
+        if key not in self.state.gangs:
+            self.fresh.add(key)
+        gang = self.state.update_gang(spec, now)
+        gang.hold = self._hold(spec)
+        self.touched.add(gang.ident)
+
+    def _hold(self, spec: GangSpec) -> tuple[str, str] | None:
+        if self._queues is None or spec.api != VOLCANO_GROUP:
+            return None
+        return queue_hold(spec.queue, self._queues)
+
+    def _rehold(self) -> None:
+        for key in self._groups:
+            gang = self.state.gangs.get(key)
+            if gang is not None and gang.spec is not None:
+                gang.hold = self._hold(gang.spec)
+                self.state.unblock(gang)
+                self.touched.add(gang.ident)
+
+    def _queue(self, kind: str, obj: Obj) -> None:
+        if self._queues is None:
+            self._queues = {}
+        if kind == DELETED:
+            self._queues.pop(key_of(obj), None)
+        else:
+            self._queues[key_of(obj)] = obj
+        self._rehold()
+
+    def _workload(self, kind: str, obj: Obj, now: float) -> None:
+        key = key_of(obj)
+        if kind == DELETED:
+            self._workloads.pop(key, None)
+            self.rejections.accept("Workload", key)
+            self.conversions.drop("Workload", key)
+        else:
+            workload: WorkloadSpec | None = self._convert("Workload", obj, workload_from_dict)
+            if workload is None:
+                self._workloads.pop(key, None)
+            else:
+                self._workloads[key] = workload
+        before = self._workload_gangs.pop(key, set())
+        for pod in list(self._workload_pods.get(key, {}).values()):
+            self._pod("MODIFIED", pod, now)
+        for gang_key in before - self._workload_gangs.get(key, set()):
+            gang = self.state.gangs.get(gang_key)
+            if gang is not None:
+                self.touched.add(gang.ident)
+                self.state.remove_gang(gang_key)  # its pods wait as orphans
+
+    def _join_workload(self, spec: PodSpec, obj: Obj, now: float) -> PodSpec:
+        """Create the gang of the pod's ``workloadRef`` (or ungroup a ``basic`` pod group's pod)."""
+        ref = workload_ref(spec_of(obj))  # pod_from_dict already validated it
+        key = f"{spec.namespace}/{ref.name}" if ref else ""
+        workload = self._workloads.get(key)
+        if ref is None or workload is None or ref.pod_group not in workload.pod_groups:
+            return spec  # waits for a missing gang
+        gang = workload.gang(ref.pod_group, ref.replica_key)
+        if gang is None:
+            return dataclasses.replace(spec, gang=None)  # basic: scheduled pod by pod
+        self._workload_gangs.setdefault(key, set()).add(gang.key)
+        current = self.state.gangs.get(gang.key)
+        if current is None or current.spec is None or current.spec.api == WORKLOAD_GROUP:
+            if current is None:
+                self.fresh.add(gang.key)
+            self.state.update_gang(gang, now)
+        return spec
+
+    def _priority_class(self, kind: str, obj: Obj, now: float) -> None:
+        """PriorityClasses change rarely; a change re-converts the pods and PodGroups."""
+        if kind == DELETED:
+            self._classes.pop(key_of(obj), None)
+            self.rejections.accept("PriorityClass", key_of(obj))
+        else:
+            self._classes[key_of(obj)] = obj
+        self._reprioritise()
+        for (name, _), group in list(self._group_objs.items()):
+            resource = next(r for r in GROUP_ORDER if r.group == name)
+            self._podgroup(resource, "MODIFIED", group, now)
+        pods = [*self.pods.values(), *(p for ps in self._parked.values() for p in ps.values())]
+        pods += [o for k, o in self.rejections.objects.items() if k.startswith("Pod/")]
+        for pod in pods:
+            self._pod("MODIFIED", pod, now)
+
+    def _reprioritise(self) -> None:
+        table = PriorityTable()
+        for obj in self._classes.values():
+            try:
+                table.add(priority_class_from_dict(obj))
+                self.rejections.accept("PriorityClass", key_of(obj))
+            except InputError as exc:
+                self.rejections.reject("PriorityClass", obj, exc)
+        self._priorities = table
+        self._salt = tuple(sorted((k, version_of(o)) for k, o in self._classes.items()))
