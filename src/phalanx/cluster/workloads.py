@@ -93,6 +93,9 @@ class GangInfo:
     blocked_at: int = -1  # ``ClusterState.freed`` when it last found no node (-1: not blocked)
     permit_deadline: float | None = None  # coscheduling: when waiting members are rejected
     started: float | None = None  # when its work started (min members running)
+    #: when it is expected to start (None: unknown) and why, while it waits for room
+    expected_start: float | None = None
+    expected_reason: str = ""
     finished: float | None = None
 
     @property

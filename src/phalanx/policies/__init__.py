@@ -5,12 +5,17 @@ policy documents the source semantics it follows and lists its actions in order.
 
 - ``phalanx``: the engine's own policy — gang units placed all-or-nothing through a
   Statement, priority then FIFO order, kube-scheduler's filters, binpack scoring,
-  ``scheduleTimeoutSeconds`` with backoff. Nothing is ever held partially.
+  ``scheduleTimeoutSeconds`` with backoff. Nothing is ever held partially. Big gangs do not
+  starve: the ``reserve`` action gives reservations (see :mod:`phalanx.actions.reserve`) and
+  ``allocate`` backfills only what delays none of them.
 - ``volcano``: Volcano's default gang scheduling — the same Statement commit/discard, job
   order priority → gang (not-ready first) → DRF (smaller dominant share first), binpack; no
   reservation and no time-based backfill, so big gangs can starve; no gang timeout (Volcano
   PodGroups have none). The ``enqueue`` admission step is not modelled (every PodGroup is
   Inqueue), as with Volcano PodGroups that set no ``minResources``.
+- ``fifo-reserve``: the strict baseline Slurm users know without backfill — gangs in priority
+  then FIFO order, the first that cannot start gets a reservation (the earliest time it fits
+  on the running gangs' estimated ends) and nothing behind it starts before it does.
 - ``coscheduling``: the scheduler-plugins Coscheduling plugin inside kube-scheduler — pods
   one at a time, assumed at Permit while holding resources until the group reaches
   ``minMember`` or times out (see :mod:`phalanx.actions.coscheduling`); default scoring
@@ -136,12 +141,22 @@ POLICIES: dict[str, Policy] = {
         ("allocate",),
         SessionConfig(gang_units=True, timeouts=False),
     ),
-    "phalanx": Policy(
-        "phalanx",
-        "gang all-or-nothing, priority then FIFO, binpack, timeouts with backoff",
+    "fifo-reserve": Policy(
+        "fifo-reserve",
+        "Slurm-like strict baseline: priority then FIFO, the head of each queue reserved, "
+        "no backfill",
         ("priority", "gang"),
         "binpack",
-        ("allocate",),
+        ("reserve-strict", "allocate"),
+        SessionConfig(gang_units=True, timeouts=False),
+    ),
+    "phalanx": Policy(
+        "phalanx",
+        "gang all-or-nothing, priority then FIFO, binpack, timeouts with backoff; "
+        "reservations with EASY backfill and aging",
+        ("priority", "gang"),
+        "binpack",
+        ("reserve", "allocate"),
         SessionConfig(gang_units=True),
         placement="topology",
     ),
