@@ -205,8 +205,6 @@ async def test_explain_uses_the_settings_file_of_serve(tmp_path: Path) -> None:
         assert await placement(spread) == {"node-b": ["lone"]}
         with pytest.raises(InputError, match=r"scoring\.tetris"):
             await placement("scoring: {tetris: 1}\n")
-        with pytest.raises(InputError, match=r"scoring\.fgd"):
-            await placement("scoring: {fgd: 1}\n")
 
 
 async def test_explain_gives_the_expected_start_and_its_reason() -> None:

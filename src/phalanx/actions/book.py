@@ -226,7 +226,7 @@ class Book:
             why += self._deadline(who, expected)
             gang.expected_start, gang.expected_reason = expected, why
             result.expected[gang.ident] = (expected, why)
-            condition = gang.condition
+            condition = result.waiting.get(gang.ident)
             if condition is not None and condition.type == "Unschedulable":
                 condition.message += f"; expected start: {why}"
         result.recheck_at.extend(c.start for c in self.carves if c.start > self.now)
