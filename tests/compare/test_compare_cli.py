@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from phalanx.cli.main import main
+from phalanx.compare import WAIT_KEYS
 from phalanx.compare.summary import METRICS
-from phalanx.policies import POLICIES
+from phalanx.policies import COMPARED
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "phalanx" / "examples"
 DEADLOCK = str(EXAMPLES / "01-deadlock.yaml")
@@ -23,9 +24,10 @@ def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str
     doc = json.loads(captured.out)
     assert set(doc) == {"workload", "seed", "policies"}
     assert doc["workload"] == DEADLOCK and doc["seed"] == 4
-    assert list(doc["policies"]) == list(POLICIES)  # default: all, in registry order
+    assert list(doc["policies"]) == list(COMPARED)  # the default list, in its order
     for metrics in doc["policies"].values():
-        assert list(metrics) == [*METRICS, "gangs_in_one_domain", "mean_domains_per_gang"]
+        keys = [*METRICS, "gangs_in_one_domain", "mean_domains_per_gang", *WAIT_KEYS]
+        assert list(metrics) == keys
         assert metrics["gangs_in_one_domain"] == {}  # no topology declared
     kube, gang = doc["policies"]["kube-default"], doc["policies"]["phalanx"]
     assert kube["deadlocked"] == 2 and kube["completed"] == 0 and kube["jct_mean"] is None
@@ -35,16 +37,20 @@ def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str
 
 
 def test_table_one_row_per_policy_human_units(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["compare", STARVATION, "--policies", "phalanx,kube-default", "--until", "2h"])
+    code = main(
+        ["compare", STARVATION, "--policies", "phalanx-reserve,kube-default", "--until", "2h"]
+    )
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"workload {STARVATION} · seed 0 · until 2h00m"
     assert lines[1].split()[:3] == ["POLICY", "DONE", "JCT"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
-    assert list(rows) == ["phalanx", "kube-default"]
-    assert rows["phalanx"][1] == "23" and rows["kube-default"][1] == "12"
-    assert "10m00s" in rows["phalanx"] and "$13.98" in rows["kube-default"]
-    assert any(cell.endswith("%") for cell in rows["phalanx"])
+    assert list(rows) == ["phalanx-reserve", "kube-default"]
+    # phalanx reserves for the starving 4-GPU job after 1 h: the stream behind it finishes
+    # after the horizon (18 done by 2 h, all 25 later); kube-default never runs it
+    assert rows["phalanx-reserve"][1] == "18" and rows["kube-default"][1] == "12"
+    assert "10m00s" in rows["phalanx-reserve"] and "$13.98" in rows["kube-default"]
+    assert any(cell.endswith("%") for cell in rows["phalanx-reserve"])
 
 
 def test_report_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

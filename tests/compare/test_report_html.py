@@ -120,7 +120,9 @@ def test_one_svg_per_plot_each_with_title_axes_legend_and_data(
     page, _ = report
     doc = parse(page)
     plots = [a["data-plot"] for a in doc.find("svg")]
-    assert plots == [*LINE_PLOTS, "gantt"]
+    assert plots == [*LINE_PLOTS, "wait-by-size", "gantt"]
+    bars = [a for a in doc.find("rect", "wait-by-size") if a.get("fill")]
+    assert {b["fill"] for b in bars} and all(float(b["height"]) >= 0 for b in bars)
     for plot in plots:
         assert list(doc.find("title", plot)), plot
         groups = {a.get("class") for a in doc.find("g", plot)}
@@ -241,5 +243,5 @@ def test_a_run_with_nothing_in_it_still_renders_every_plot() -> None:
     }
     page = html_report("empty.yaml", 0, {"phalanx": empty})
     plots = [a["data-plot"] for a in parse(page).find("svg")]
-    assert plots == [*LINE_PLOTS, "gantt"]
+    assert plots == [*LINE_PLOTS, "wait-by-size", "gantt"]
     assert "all 0 gangs" in page

@@ -205,3 +205,24 @@ async def test_explain_uses_the_settings_file_of_serve(tmp_path: Path) -> None:
         assert await placement(spread) == {"node-b": ["lone"]}
         with pytest.raises(InputError, match=r"scoring\.tetris"):
             await placement("scoring: {tetris: 1}\n")
+
+
+async def test_explain_gives_the_expected_start_and_its_reason() -> None:
+    """A pod of another scheduler holds the only GPU with no estimate: the waiting pod's
+    expected start is unknown, and the explanation says why; with an estimate on the running
+    pod it is that pod's estimated end (not reserved: one GPU is below the 16-GPU head rule,
+    and it has not waited an hour)."""
+    async with connected(crds=()) as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=1))
+        server.put("v1", "pods", pod("busy", gpus=1, scheduler="other", node_name="node-a"))
+        server.put("v1", "pods", pod("lone", gpus=1))
+        (report,) = await explain(client, now=1.0)
+        assert not report.fits
+        assert "expected start: unknown: no estimate" in report.message
+        assert f"{NS}/busy (no estimate)" in report.message
+        busy = pod("busy", gpus=1, scheduler="other", node_name="node-a")
+        busy["metadata"]["annotations"] = {"phalanx.dev/runtime-estimate": "2h"}
+        server.put("v1", "pods", busy)
+        (report,) = await explain(client, now=1.0)
+        assert "expected start: estimated (not reserved): node-a free at" in report.message
+        assert f"when {NS}/busy (estimate: runtime-estimate) ends" in report.message

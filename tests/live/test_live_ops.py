@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from apiserver import FakeApiServer
 from apiserver.harness import connected, eventually, fast_backoff
-from test_live_serve import bound_to, node, pod, podgroup
+from test_live_serve import NS, bound_to, node, pod, podgroup
 
 from phalanx.api.errors import InputError
 from phalanx.cli.serve import ServeRunner, add_parser, resolve_settings
@@ -161,17 +161,29 @@ async def test_healthz_readyz_and_metrics_respond() -> None:
                     ),
                     what="waiting gauge",
                 )
+                await client.create(PODS, pod("hold", gpus=1))
+                await eventually(lambda: bound_to(server, "hold"), what="hold bound")
+                await client.create(PODS, pod("wide", gpus=4))  # waits: "hold" has a GPU
+
+                def expected_start() -> float | None:
+                    return leader.metrics.registry.get_sample_value(
+                        "phalanx_gang_expected_start_seconds", {"gang": f"pod:{NS}/wide"}
+                    )
+
+                # unknown (-1): nothing says when "hold" ends
+                await eventually(lambda: expected_start() == -1, what="expected start gauge")
                 status, text = await get(session, leader, "/metrics")
                 assert status == 200
                 for name in (
                     "phalanx_cycle_duration_seconds_bucket",
                     "phalanx_gangs_waiting",
-                    "phalanx_binds_total 2.0",
+                    "phalanx_binds_total 3.0",  # train's 2 pods and "hold"
                     "phalanx_bind_failures_total 0.0",
-                    "phalanx_gang_wait_seconds_count 1.0",
+                    "phalanx_gang_wait_seconds_count 2.0",
                     "phalanx_partial_bind_recoveries_total",
                     "phalanx_placement_attempts_total",
                     "phalanx_leader 1.0",
+                    'phalanx_gang_expected_start_seconds{gang="pod:team/wide"} -1.0',
                 ):
                     assert name in text, name
                 status, text = await get(session, standby, "/metrics")

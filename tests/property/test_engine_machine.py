@@ -12,6 +12,13 @@ release finished pods) and checks the engine's invariants after every step:
 - the state, changed incrementally (nodes added, updated, cordoned and removed; pods deleted
   while bound; specs updated; gangs evicted), equals a state rebuilt from scratch from the
   same objects (``ClusterState.fingerprint``: usage, free GPU devices, gang counts).
+- estimates and reservations: gangs carry a runtime estimate (or none) and the machine ends a
+  running gang no later than its estimate (never an overrun), so backfill must never delay a
+  reservation: a gang reserved to start at ``T`` has started by the first cycle at or after
+  ``T``, unless a gang ahead of it in order (higher priority, or older at equal priority)
+  started or arrived meanwhile, or it sits in a timeout backoff. Checked while every gang is
+  rigid (``minMember`` = its members): a gang's unit also places members beyond its minimum,
+  which a reservation behind it does not foresee (a known gap, see actions/book.py).
 
 A second property checks that a cycle is a pure function of the state and the seed.
 """
@@ -64,6 +71,10 @@ class EngineMachine(RuleBasedStateMachine):
         self.now = 0.0
         self.serial = 0
         self.cycles = 0
+        self.estimate: dict[str, float] = {}  # gang ident → its runtime estimate
+        self.started: dict[str, float] = {}  # gang ident → when it was bound whole
+        self.reserved: dict[str, float] = {}  # gang ident → the reserved start it must keep
+        self.ahead: dict[str, set[str]] = {}  # gang ident → the waiting gangs ahead of it then
 
     @initialize(nodes=st.lists(node_allocatable, min_size=1, max_size=6))
     def make_cluster(self, nodes: list[dict[str, int]]) -> None:
@@ -165,6 +176,7 @@ class EngineMachine(RuleBasedStateMachine):
         priority=st.integers(0, 2),
         timeout=st.sampled_from([None, None, 2.0]),
         gang_first=st.booleans(),
+        estimate=st.sampled_from([None, 1.0, 2.0, 5.0]),
     )
     def add_gang(
         self,
@@ -177,9 +189,16 @@ class EngineMachine(RuleBasedStateMachine):
         priority: int,
         timeout: float | None,
         gang_first: bool,
+        estimate: float | None,
     ) -> None:
         assert self.state is not None
         name = self._name("g")
+        hints = () if estimate is None else (("runtime-estimate", estimate),)
+        if estimate is not None:
+            self.estimate[f"ns/{name}"] = estimate
+        gangs = self.state.gangs
+        for ident in [i for i in self.reserved if i in gangs and gangs[i].priority < priority]:
+            self.ahead[ident].add(f"ns/{name}")  # a gang of higher priority may go first
         with_roles = roles and k >= 2
         role_minimums = {"launcher": 1, "worker": min(workers_min, k - 1)} if with_roles else {}
         spec = GangSpec(
@@ -190,6 +209,7 @@ class EngineMachine(RuleBasedStateMachine):
             role_minimums=role_minimums,
             priority=priority,
             timeout_seconds=timeout,
+            runtime_hints=hints,
         )
         pods = []
         for i in range(k):
@@ -216,7 +236,9 @@ class EngineMachine(RuleBasedStateMachine):
         assert self.state is not None
         self.now += dt
         self.cycles += 1
+        self._end_estimated_gangs()
         result = self.scheduler.cycle(self.state, self.now)
+        self._check_reservations(result.expected)
         assert not result.evictions
         keys = [pod.key for pod, _ in result.binds]
         assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
@@ -225,6 +247,52 @@ class EngineMachine(RuleBasedStateMachine):
         apply(result, self.state, MemoryBackend(self.state, self.now))
         for ident in result.deferred:
             assert self.state.gangs[ident].backoff_until > self.now
+        for pod, _ in result.binds:
+            if pod.gang.ready():
+                self.started.setdefault(pod.gang.ident, self.now)
+
+    def _end_estimated_gangs(self) -> None:
+        """A running gang ends at its estimate at the latest (never an overrun)."""
+        assert self.state is not None
+        for ident, start in list(self.started.items()):
+            gang = self.state.gangs.get(ident)
+            if gang is None:  # deleted meanwhile
+                del self.started[ident]
+                continue
+            if ident in self.estimate and start + self.estimate[ident] <= self.now:
+                for pod in list(gang.members):
+                    if pod.status is PodStatus.BOUND:
+                        self.state.release(pod)
+                del self.started[ident]
+
+    def _check_reservations(self, expected: dict[str, tuple[float | None, str]]) -> None:
+        """Backfill never delays a reservation (see the module docstring)."""
+        assert self.state is not None
+        gangs = self.state.gangs
+        if any(len(g.members) > g.min_member for g in gangs.values() if not g.implicit):
+            self.reserved.clear()
+            return
+        for ident, due in list(self.reserved.items()):
+            gang = gangs.get(ident)
+            if gang is None:  # deleted
+                del self.reserved[ident]
+                continue
+            overtaken = any(
+                other not in gangs or gangs[other].ready() for other in self.ahead[ident]
+            )
+            if gang.ready() or gang.invalid or gang.backoff_until > self.now or overtaken:
+                del self.reserved[ident]
+            elif self.now >= due:
+                raise AssertionError(f"{ident} reserved at {due} still waits at {self.now}")
+        for ident, (at, why) in expected.items():
+            if at is not None and why.startswith("reserved") and ident not in self.reserved:
+                self.reserved[ident] = at
+                mine = (-gangs[ident].priority, gangs[ident].created)
+                self.ahead[ident] = {
+                    other
+                    for other, gang in gangs.items()
+                    if not gang.ready() and (-gang.priority, gang.created) < mine
+                }
 
     @precondition(
         lambda self: (
@@ -249,6 +317,7 @@ class EngineMachine(RuleBasedStateMachine):
         for pod in list(gang.members):
             if pod.status is PodStatus.BOUND:
                 self.state.release(pod)
+        self.started.pop(gang.ident, None)
 
     @precondition(
         lambda self: (

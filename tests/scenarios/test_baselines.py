@@ -31,7 +31,16 @@ def run(name: str, policy: str) -> tuple[Any, list[dict[str, Any]]]:
 
 
 def test_policies_in_the_registry() -> None:
-    assert list(POLICIES) == ["kube-default", "coscheduling", "volcano", "phalanx", "tas-greedy"]
+    names = [
+        "kube-default",
+        "coscheduling",
+        "volcano",
+        "fifo-reserve",
+        "phalanx",
+        "phalanx-reserve",
+        "tas-greedy",
+    ]
+    assert list(POLICIES) == names
 
 
 def test_coscheduling_holds_an_almost_fitting_gang_until_the_permit_timeout() -> None:

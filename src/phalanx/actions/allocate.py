@@ -10,9 +10,17 @@ ready, else discard — the snapshot is then exactly as before — and record wh
 A unit that cannot fit never blocks the units behind it, and neither does one whose placement
 raises (a bug, or an input no check caught): its statement is discarded, the gang waits with
 reason ``InternalError`` and the error (logged once per gang and message), and the cycle goes
-on with the next unit. Within one allocate pass resources
-only shrink, so when a gang fails, every later gang with the same pending pod shapes and no
-more room to spare fails too; those are skipped without another placement attempt.
+on with the next unit.
+
+When a reservation action has set the session's gate, a gang whose reservation is due starts
+on the nodes it reserved (where they still fit and the attempt allows), and a placement that
+fits is committed only if the gate admits it (it delays no reservation that ranks ahead of the
+unit); a refused unit waits with reason ``Reserved`` and is not parked, since a reservation
+moving (an estimate overrun) can admit it without any resource being freed.
+
+Within one allocate pass resources only shrink, so when a gang fails, every later gang with the
+same pending pod shapes and no more room to spare fails too; those are skipped without another
+placement attempt.
 """
 
 from __future__ import annotations
@@ -56,13 +64,19 @@ class Allocate:
                 session.result.attempts += 1
                 try:
                     placements = session.placements(unit)
-                    if self._place(session, unit, placements):
-                        lone.placed(unit)
-                        continue
+                    outcome = self._place(session, unit, placements)
                 except Exception as exc:  # contained to this gang; the others go on
                     self._contain(session, unit, exc)
                     continue
+                if outcome is True:
+                    lone.placed(unit)
+                    continue
+                if outcome:
+                    session.wait(unit.gang, "Reserved", progress(unit) + outcome)
+                    continue
                 failed[signature] = placements.why or needs(session, unit)
+            if session.gate is not None:
+                session.gate.failed(unit)
             session.wait(unit.gang, "NotEnoughResources", progress(unit) + failed[signature])
             if session.config.gang_units:
                 if signature not in hints:
@@ -98,20 +112,23 @@ class Allocate:
         session.result.hints[gang.ident] = (hint, unit.order)
         session.result.blocked.append(gang)
 
-    def _place(self, session: Session, unit: Unit, placements: Placements) -> bool:
-        draws = session.rng.bit_generator.state  # a failed placement leaves no trace
+    def _place(self, session: Session, unit: Unit, placements: Placements) -> bool | str:
+        """True if placed; else why the gate refused it, or False if it does not fit. A
+        failed placement leaves no trace, not even in the tie-break draws."""
+        draws = session.rng.bit_generator.state
         where = placements.where
-        placed = any(
-            self._attempt(session, unit, attempt(), where[i] if i < len(where) else "")
-            for i, attempt in enumerate(placements.attempts)
-        )
-        if not placed:
-            session.rng.bit_generator.state = draws
-        return placed
+        refusal: bool | str = False
+        for i, attempt in enumerate(placements.attempts):
+            outcome = self._attempt(session, unit, attempt(), where[i] if i < len(where) else "")
+            if outcome is True:
+                return True
+            refusal = refusal or outcome
+        session.rng.bit_generator.state = draws
+        return refusal
 
     def _attempt(
         self, session: Session, unit: Unit, choices: Iterator[PodChoice], where: str
-    ) -> bool:
+    ) -> bool | str:
         stmt = session.statement()
         try:
             return self._fill(session, unit, stmt, choices, where)
@@ -123,13 +140,17 @@ class Allocate:
     @staticmethod
     def _fill(
         session: Session, unit: Unit, stmt: Statement, choices: Iterator[PodChoice], where: str
-    ) -> bool:
+    ) -> bool | str:
         gang = unit.gang
         spare = len(unit.pods) + gang.placed - gang.min_member  # pods that may fail
         misses = 0
+        reserved = {} if session.gate is None else session.gate.nodes_for(unit)
         for choice in choices:
-            pod = choice[0]
-            node = session.select_within(choice)
+            pod, masks = choice
+            node = reserved.get(pod.key)
+            allowed = node is not None and any(m is None or m[node] for m in masks)
+            if node is None or not allowed or not session.feasible(pod)[node]:
+                node = session.select_within(choice)
             if node is None:
                 misses += 1
                 if misses > spare and not gang.implicit and not gang.ready():
@@ -137,8 +158,15 @@ class Allocate:
                 continue
             stmt.allocate(pod, node)
         if len(stmt) and session.ready(unit):
+            gate = session.gate
+            refusal = None if gate is None else gate.admits(unit, stmt)
+            if refusal is not None:
+                stmt.discard()
+                return refusal
             stmt.commit()
             session.placed(gang, where)
+            if gate is not None:
+                gate.started(unit, stmt)
             return True
         stmt.discard()
         return False

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 Resources = dict[str, int]
+#: What a gang's author says about its runtime, as ``(source, seconds)`` in the order the
+#: estimator trusts them (see :mod:`phalanx.plugins.estimates`); never the true duration.
+RuntimeHints = tuple[tuple[str, float], ...]
 
 #: Default ``allocatable.pods`` of a node that does not say (kubelet's ``--max-pods``).
 DEFAULT_MAX_PODS = 110
@@ -85,6 +88,17 @@ class NodeSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Deadline:
+    """``phalanx.dev/deadline``: seconds after submission, or an absolute time (epoch s)."""
+
+    after: float | None = None
+    at: float | None = None
+
+    def due(self, submitted: float) -> float:
+        return self.at if self.at is not None else submitted + (self.after or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
 class GangRef:
     """How a pod names its gang: the group's namespace-local name and the API it belongs to."""
 
@@ -139,6 +153,7 @@ class PodSpec:
     #: it into the gang ``gang`` names (or none, for a ``basic`` pod group)
     workload_ref: tuple[str, str, str] | None = None
     topology: TopologyConstraint | None = None  # its pod set's constraint (Kueue annotations)
+    runtime_hints: RuntimeHints = ()
 
     @property
     def key(self) -> str:
@@ -162,12 +177,14 @@ class GangSpec:
     queue: str = "default"
     timeout_seconds: float | None = None
     min_resources: Resources = field(default_factory=dict)
-    duration: float | None = None
     #: Gang-scheduling groups whose minimums count against this gang too (Koordinator
     #: ``gang.scheduling.koordinator.sh/groups``); informational, the gang already merges them.
     groups: tuple[str, ...] = ()
     topology: TopologyConstraint | None = None  # the whole gang's constraint
     role_topology: dict[str, TopologyConstraint] = field(default_factory=dict)  # per role
+    duration: float | None = None  # the truth the simulator ends it by; never scheduled on
+    runtime_hints: RuntimeHints = ()
+    deadline: Deadline | None = None
 
     @property
     def key(self) -> str:

@@ -39,8 +39,9 @@ from phalanx.compare import (
 )
 from phalanx.k8s import load_documents, load_files
 from phalanx.k8s.load import manifest_documents
-from phalanx.policies import POLICIES, SCORINGS
+from phalanx.policies import COMPARED, POLICIES, SCORINGS
 from phalanx.report.format import run_notes, table_rows
+from phalanx.sim.estimates import MODELS
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
 
@@ -67,6 +68,12 @@ def _add_workload_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+ESTIMATES_HELP = (
+    "runtime estimates the scheduler sees: given (the manifests' own), none, perfect, or "
+    "noisy (docs/traces.md); default %(default)s"
+)
+
+
 def parser() -> argparse.ArgumentParser:
     root = OneLineParser(
         prog="phalanx", description="Gang scheduling for AI and HPC batch work on Kubernetes."
@@ -88,6 +95,7 @@ def parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--seed", type=seed, default=0)
     sim.add_argument("--until", type=seconds, help="simulated horizon, e.g. 2h")
+    sim.add_argument("--estimates", choices=MODELS, default="given", help=ESTIMATES_HELP)
     sim.add_argument("--events", metavar="PATH", help="write the event log as JSON Lines")
     sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
     sim.add_argument("--scoring", choices=list(SCORINGS), help=SCORING_HELP)
@@ -122,12 +130,13 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument("workload", metavar="WORKLOAD")
     cmp.add_argument(
         "--policies",
-        default=",".join(POLICIES),
+        default=",".join(COMPARED),
         help="comma-separated policies, in table order (default: %(default)s)",
     )
     cmp.add_argument("--seed", type=seed, default=0)
     cmp.add_argument("--scoring", choices=list(SCORINGS), help=SCORING_HELP)
     cmp.add_argument("--until", type=seconds, help="simulated horizon, e.g. 2h")
+    cmp.add_argument("--estimates", choices=MODELS, default="given", help=ESTIMATES_HELP)
     cmp.add_argument("--report", metavar="PATH", help="write a self-contained HTML report")
     cmp.add_argument("-o", "--output", choices=("table", "json"), default="table")
     cmp.add_argument(
@@ -153,6 +162,7 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
         scoring=args.scoring,
         scheduler_name=args.scheduler_name,
         default_duration=args.default_duration,
+        estimates=args.estimates,
     )
     if args.report:
         page = html_report(args.workload, args.seed, results, until=args.until)
@@ -219,6 +229,7 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         actions=_names(args.actions),
         scheduler_name=args.scheduler_name,
         default_duration=args.default_duration,
+        estimates=args.estimates,
     )
     if args.events:
         with open(args.events, "w", encoding="utf-8") as log:

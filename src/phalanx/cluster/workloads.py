@@ -98,6 +98,9 @@ class GangInfo:
     valid_memo: tuple[object, ...] | None = None  # the gang plugin's cached verdict
     permit_deadline: float | None = None  # coscheduling: when waiting members are rejected
     started: float | None = None  # when its work started (min members running)
+    #: when it is expected to start (None: unknown) and why, while it waits for room
+    expected_start: float | None = None
+    expected_reason: str = ""
     finished: float | None = None
 
     @property

@@ -34,7 +34,8 @@ def comparison_json(
 ) -> dict[str, Any]:
     """``{"workload", "seed", "policies": {NAME: {metric: value}}}`` (seconds, percent); each
     policy also carries ``gangs_in_one_domain`` and ``mean_domains_per_gang`` per topology
-    level (empty without a topology)."""
+    level (empty without a topology), and its run's ``eta_error``, ``max_wait_by_size`` and
+    deadline counts."""
     policies: dict[str, dict[str, Any]] = {}
     for name, metrics in metrics_of(results).items():
         run = results[name]
@@ -42,8 +43,13 @@ def comparison_json(
             **metrics,
             "gangs_in_one_domain": run.get("gangs_in_one_domain", {}),
             "mean_domains_per_gang": run.get("mean_domains_per_gang", {}),
+            **{key: run.get(key) for key in WAIT_KEYS},
         }
     return {"workload": workload, "seed": seed, "policies": policies}
+
+
+#: Per-run figures ``compare -o json`` copies as they are (see phalanx.sim.waits).
+WAIT_KEYS = ("eta_error", "max_wait_by_size", "deadlines_met", "deadlines_missed")
 
 
 def html_report(
@@ -69,6 +75,7 @@ def html_report(
 __all__ = [
     "COLUMNS",
     "METRICS",
+    "WAIT_KEYS",
     "Progress",
     "check_policies",
     "comparison_json",

@@ -172,6 +172,7 @@ def run_policies(
     scoring: str | None = None,
     scheduler_name: str | None = None,
     default_duration: float | None = None,
+    estimates: str = "given",
 ) -> dict[str, dict[str, Any]]:
     """Each policy's ``SimResult.to_json()`` on the workload ``spec``, in ``policies`` order.
 
@@ -192,6 +193,7 @@ def run_policies(
             scoring=scoring,
             scheduler_name=scheduler_name,
             default_duration=default_duration,
+            estimates=estimates,
         )
         for name in names
     ]

@@ -23,6 +23,9 @@ figure with nothing to measure is ``None`` (``null`` in JSON).
 ``idle_gpu_hours``, ``idle_cost``
     As in the run: GPU-hours held by members of gangs whose work has not started, and their
     price.
+``max_wait``, ``max_wait_big``
+    The longest wait (start − submit; a gang still waiting at the end counts with its wait
+    so far), over all gangs and over gangs of more than 32 GPUs (null: none).
 ``deadlocked``, ``timed_out``, ``completed``
     Gangs deadlocked at the end, gangs that exceeded ``scheduleTimeoutSeconds``, gangs completed.
 
@@ -46,6 +49,8 @@ METRICS: tuple[str, ...] = (
     "jct_p99",
     "queue_mean",
     "queue_p99",
+    "max_wait",
+    "max_wait_big",
     "makespan",
     "gpu_alloc_ratio",
     "gpu_util",
@@ -66,6 +71,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("jct_p99", "JCT P99", "time", "lower", "99th percentile of the completion time"),
     Column("queue_mean", "QUEUE MEAN", "time", "lower", "mean start − submit of started gangs"),
     Column("queue_p99", "QUEUE P99", "time", "lower", "99th percentile of start − submit"),
+    Column("max_wait", "MAX WAIT", "time", "lower", "longest wait, still waiting included"),
+    Column("max_wait_big", "MAX WAIT 33+", "time", "lower", "longest wait of 33+-GPU gangs"),
     Column("makespan", "MAKESPAN", "time", "lower", "last finish − first submit"),
     Column(
         "gpu_alloc_ratio",
@@ -151,6 +158,8 @@ def summarize(result: Mapping[str, Any]) -> dict[str, Value]:
         "jct_p99": percentile(jct, 99),
         "queue_mean": mean(queue),
         "queue_p99": percentile(queue, 99),
+        "max_wait": result.get("max_wait"),
+        "max_wait_big": result.get("max_wait_by_size", {}).get("33+"),
         "makespan": makespan,
         "gpu_alloc_ratio": _ratio(result.get("gpu_allocation", []), capacity, end),
         "gpu_util": _ratio(result.get("gpu_running", []), capacity, end),

@@ -19,6 +19,8 @@ timeouts       ``timed_out``                              ``timed_out``
 retry_at       backoff end (``failures``: how many more)  ``wake_at``
 deferred       —                                          ``wake_at``
 wake_at        —                                          ``wake_at``
+recheck_at     —                                          ``recheck_at`` (not progress)
+expected       ``expected_start``/``expected_reason``     ``expected``
 blocked        ``block`` (queueing hint)                  —
 attempts       —                                          ``attempts``
 ============== ========================================== ===================================
@@ -64,6 +66,12 @@ class Backend(Protocol):
     def wake_at(self, at: float) -> None:
         """A cycle is needed again at ``at`` (a backoff ends, a Permit wait expires)."""
 
+    def recheck_at(self, at: float) -> None:
+        """Plans (reservations, aging) want a re-check at ``at`` if anything still runs."""
+
+    def expected(self, gang: GangInfo, at: float | None, why: str) -> None:
+        """``gang`` is expected to start at ``at`` (None: unknown), for the reason ``why``."""
+
     def attempts(self, count: int) -> None:
         """The cycle made ``count`` placement attempts (for metrics)."""
 
@@ -108,6 +116,13 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         backend.wake_at(at)
     for at in result.wake_at:
         backend.wake_at(at)
+    for at in result.recheck_at:
+        backend.recheck_at(at)
+    for ident, (expected, why) in result.expected.items():
+        expecting = state.gangs.get(ident)
+        if expecting is not None:
+            expecting.expected_start, expecting.expected_reason = expected, why
+            backend.expected(expecting, expected, why)
     for gang in result.blocked:
         state.block(gang, result.freed, *result.hints.get(gang.ident, (None, ())))
     backend.attempts(result.attempts)
@@ -135,6 +150,7 @@ class MemoryBackend:
         self.statuses: dict[str, Condition] = {}
         self.timeouts: list[GangInfo] = []
         self.wakeups: list[float] = []
+        self.expectations: dict[str, tuple[float | None, str]] = {}
         self.attempted = 0
 
     def now(self) -> float:
@@ -162,6 +178,12 @@ class MemoryBackend:
 
     def wake_at(self, at: float) -> None:
         self.wakeups.append(at)
+
+    def recheck_at(self, at: float) -> None:
+        self.wakeups.append(at)
+
+    def expected(self, gang: GangInfo, at: float | None, why: str) -> None:
+        self.expectations[gang.ident] = (at, why)
 
     def attempts(self, count: int) -> None:
         self.attempted += count

@@ -40,6 +40,7 @@ from phalanx.framework.unit import Unit
 
 if TYPE_CHECKING:
     from phalanx.framework.session import Session
+    from phalanx.framework.statement import Statement
 
 Scores = npt.NDArray[np.float64]
 #: A pod and the node masks it may use, in order of preference (``None``: any node).
@@ -140,6 +141,23 @@ class Action(Protocol):
 
     def execute(self, session: Session) -> None:
         """Run this algorithm over the session."""
+
+
+@runtime_checkable
+class Gate(Protocol):
+    """Reservations a placement must not delay (see :mod:`phalanx.actions.reserve`)."""
+
+    def nodes_for(self, unit: Unit) -> dict[str, int]:
+        """Pod key → the node its reservation holds for it now (empty: none)."""
+
+    def admits(self, unit: Unit, stmt: Statement) -> str | None:
+        """``None`` if ``unit`` may start now as ``stmt`` places it, else why not."""
+
+    def started(self, unit: Unit, stmt: Statement) -> None:
+        """``unit`` was committed as ``stmt`` places it."""
+
+    def failed(self, unit: Unit) -> None:
+        """``unit`` found no room now."""
 
 
 class Hooks:

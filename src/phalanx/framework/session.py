@@ -14,7 +14,7 @@ backoffs are not written by the session at all, only recorded in the result.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +23,7 @@ from phalanx.cluster.hints import Hint
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
-from phalanx.framework.plugin import Hooks, Placements, PodChoice, Scores
+from phalanx.framework.plugin import Gate, Hooks, Placements, PodChoice, Scores
 from phalanx.framework.statement import Op, Operation, Statement
 from phalanx.framework.unit import Unit
 
@@ -46,6 +46,8 @@ class CycleResult:
     #: reservations given back: the pod (pending again), and the node and GPUs it held
     unreserved: list[tuple[PodInfo, int, tuple[int, ...]]] = field(default_factory=list)
     wake_at: list[float] = field(default_factory=list)  # when a cycle is needed again
+    #: when a cycle should re-check plans (reservations, aging) if the run is still going on
+    recheck_at: list[float] = field(default_factory=list)
     waiting: dict[str, Condition] = field(default_factory=dict)  # gang ident → why it waits
     blocked: list[GangInfo] = field(default_factory=list)  # not worth a retry until room frees
     timeouts: list[GangInfo] = field(default_factory=list)
@@ -54,6 +56,9 @@ class CycleResult:
     placed: list[GangInfo] = field(default_factory=list)  # gangs whose minimum was committed
     domains: dict[str, str] = field(default_factory=dict)  # placed gang ident → domain chosen
     failures: Counter[str] = field(default_factory=Counter)  # backoffs started, per gang ident
+    #: gang ident → (expected start or None when unknown, why): every waiting gang, when a
+    #: reservation action runs
+    expected: dict[str, tuple[float | None, str]] = field(default_factory=dict)
     attempts: int = 0
     freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
     #: blocked gang ident → its failure class (None: any release wakes it) and order key
@@ -95,6 +100,10 @@ class Session:
         self.freed = state.freed
         self.result = CycleResult(freed=state.freed)
         self._open: list[Statement] = []
+        #: reservations every placement must respect (set by a reservation action), and what
+        #: runs when the session closes
+        self.gate: Gate | None = None
+        self.closing: list[Callable[[], None]] = []
         for plugin in hooks.openers:
             plugin.open_session(self)
 
@@ -256,6 +265,8 @@ class Session:
 
     def close(self) -> CycleResult:
         """Undo statements left open (pipelined claims live for one cycle only)."""
+        for hook in self.closing:
+            hook()
         for stmt in self._open:
             if not stmt.closed:
                 stmt.discard()

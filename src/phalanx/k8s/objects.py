@@ -66,6 +66,7 @@ from phalanx.k8s.meta import (
 from phalanx.k8s.placement import taints
 from phalanx.k8s.pods import convert_pod, with_duration
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.runtime import deadline_of, merged, runtime_hints
 from phalanx.k8s.topology import gang_topology
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -173,6 +174,8 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
             duration=duration_annotation(annotations, DURATION),
             topology=topology,
             role_topology=role_topology,
+            runtime_hints=runtime_hints(annotations, labels_of(pg)),
+            deadline=deadline_of(annotations),
         )
 
 
@@ -216,12 +219,13 @@ def job_spec(
         duration = float(deadline)
     if queue and not pod.queue:
         pod = dataclasses.replace(pod, queue=queue)
+    hints = merged(pod.runtime_hints, runtime_hints(annotations_of(job), labels_of(job), spec))
     return JobSpec(
         namespace=namespace,
         name=name,
         parallelism=1 if parallelism is None else parallelism,
         completions=completions,
-        template=with_duration(pod, duration),
+        template=dataclasses.replace(with_duration(pod, duration), runtime_hints=hints),
     )
 
 

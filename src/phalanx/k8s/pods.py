@@ -66,6 +66,7 @@ from phalanx.k8s.meta import (
 )
 from phalanx.k8s.placement import placement_from
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.runtime import runtime_hints
 from phalanx.k8s.topology import pod_topology
 from phalanx.k8s.workloads import WORKLOAD_GROUP, scheduling_group, workload_ref
 
@@ -335,6 +336,7 @@ def convert_pod(
             else None
         ),
         topology=pod_topology(annotations),
+        runtime_hints=runtime_hints(annotations, labels, spec),
     )
 
 

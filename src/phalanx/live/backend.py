@@ -100,6 +100,15 @@ class LiveBackend:
     def wake_at(self, at: float) -> None:
         self.scheduler.wake_at(at)
 
+    def recheck_at(self, at: float) -> None:
+        """Reservations want a look at ``at``: the loop wakes then (at the latest, its period)."""
+        self.scheduler.wake_at(at)
+
+    def expected(self, gang: GangInfo, at: float | None, why: str) -> None:
+        """Shown live through the waiting condition's message (PodGroup condition, events,
+        ``explain``) and the ``phalanx_gang_expected_start_seconds`` gauge, both written from
+        the cycle's result; nothing more to do per gang here."""
+
     def attempts(self, count: int) -> None:
         self.scheduler.on_attempts(count)
 

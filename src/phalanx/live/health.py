@@ -75,7 +75,14 @@ class Metrics:
         self.is_leader = Gauge(
             "phalanx_leader", "1 while this replica holds the leader Lease.", registry=r
         )
+        self.expected_start = Gauge(
+            "phalanx_gang_expected_start_seconds",
+            "When a waiting gang is expected to start (Unix time; -1: unknown), by gang.",
+            ["gang"],
+            registry=r,
+        )
         self._reasons: set[str] = set()
+        self._expected: set[str] = set()
 
     # -- functions the loop calls ------------------------------------------------------------
     def observe_cycle(self, seconds: float) -> None:
@@ -88,6 +95,14 @@ class Metrics:
         for reason, count in counts.items():
             self.gangs_waiting.labels(reason=reason).set(count)
         self._reasons |= counts.keys()
+
+    def set_expected(self, expected: dict[str, tuple[float | None, str]]) -> None:
+        """One series per waiting gang; a gang no longer waiting loses its series."""
+        for gang in self._expected - expected.keys():
+            self.expected_start.remove(gang)
+        for gang, (at, _) in expected.items():
+            self.expected_start.labels(gang=gang).set(-1 if at is None else at)
+        self._expected = set(expected)
 
     def record_bind(self, ok: bool = True) -> None:
         (self.binds if ok else self.bind_failures).inc()
@@ -134,6 +149,7 @@ class InstrumentedScheduler(LiveScheduler):
                 reason = gang.condition.reason if gang.condition is not None else "Pending"
                 counts[reason] = counts.get(reason, 0) + 1
             self.metrics.set_waiting(counts)
+        self.metrics.set_expected(result.expected)
         gangs = {pod.gang.ident: pod.gang for pod, _ in result.binds}
         for gang in gangs.values():
             self.metrics.record_gang_wait(now - gang.created)

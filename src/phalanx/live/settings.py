@@ -133,7 +133,7 @@ class ServeSettings:
             known = ", ".join(sorted(POLICIES))
             raise fail("policy", f"unknown policy {self.policy!r} (known: {known})")
         for action in self.actions or ():
-            if action not in LIVE_ACTIONS:
+            if action.split(":")[0] not in LIVE_ACTIONS:
                 known = ", ".join(sorted(LIVE_ACTIONS))
                 raise fail("actions", f"unknown or simulation-only action {action!r} ({known})")
         if self.actions is not None and not self.actions:

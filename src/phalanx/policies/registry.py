@@ -24,7 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from phalanx.actions.allocate import Allocate
+from phalanx.actions.book import Settings
 from phalanx.actions.coscheduling import Coscheduling
+from phalanx.actions.reserve import Reserve
+from phalanx.api.durations import parse_duration
 from phalanx.api.errors import InputError
 from phalanx.framework.plugin import Action, BuildContext, Score
 from phalanx.plugins.bestfit import BestFit
@@ -63,9 +66,19 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
     "topology-greedy": GreedyTopologyPlacement,
 }
 
+#: phalanx's default reservation rule (chosen from measurements: benchmarks/README.md,
+#: "Reservations and backfill"): EASY backfill, a reservation for the head of each queue if it
+#: is at least RESERVE_MIN_GPUS GPUs, and for every gang waiting longer than RESERVE_AGING.
+RESERVE_MIN_GPUS = 16.0
+RESERVE_AGING = 3600.0
+
 ACTIONS: dict[str, Callable[[], Action]] = {
     "allocate": Allocate,
     "coscheduling": Coscheduling,
+    "reserve": lambda: Reserve(Settings("easy", aging=RESERVE_AGING, min_gpus=RESERVE_MIN_GPUS)),
+    "reserve-easy": lambda: Reserve(Settings("easy")),
+    "reserve-conservative": lambda: Reserve(Settings("conservative")),
+    "reserve-strict": lambda: Reserve(Settings("strict")),
 }
 
 
@@ -86,10 +99,36 @@ def build_scoring(name: str, context: BuildContext, field: str = "scoring") -> S
 
 
 def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action]:
-    """The actions named, in order; an unknown name is an input error naming ``field``."""
-    actions = []
+    """The actions named, in order; an unknown name is an input error naming ``field``.
+
+    ``reserve`` takes its settings after colons, e.g. ``reserve:mode=easy:aging=2h:min-gpus=16``
+    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``; unset ones keep ``reserve``'s default).
+    """
+    actions: list[Action] = []
     for name in names:
-        if name not in ACTIONS:
-            raise unknown("action", name, ACTIONS, field)
-        actions.append(ACTIONS[name]())
+        base, *options = name.split(":")
+        if base not in ACTIONS:
+            raise unknown("action", base, ACTIONS, field)
+        if options and base != "reserve":
+            raise InputError(f"action {base!r} takes no options", field=field)
+        actions.append(_reserve(options, field) if options else ACTIONS[base]())
     return actions
+
+
+def _reserve(options: list[str], field: str) -> Action:
+    values = {"mode": "easy", "depth": "1", "aging": str(RESERVE_AGING)}
+    values["min-gpus"] = str(RESERVE_MIN_GPUS)
+    for option in options:
+        key, equals, value = option.partition("=")
+        if not equals or key not in values:
+            keys = ", ".join(values)
+            raise InputError(f"bad reserve option {option!r} (keys: {keys})", field=field)
+        values[key] = value
+    try:
+        aging = None if values["aging"] in ("off", "none") else parse_duration(values["aging"])
+        settings = Settings(values["mode"], int(values["depth"]), aging, float(values["min-gpus"]))
+    except ValueError as exc:
+        raise InputError(f"bad reserve option: {exc}", field=field) from None
+    if settings.mode not in ("easy", "conservative", "strict") or settings.depth < 1:
+        raise InputError("reserve mode is easy, conservative or strict; depth ≥ 1", field=field)
+    return Reserve(settings)

@@ -23,6 +23,7 @@ from phalanx.report.format import (
 )
 from phalanx.report.plots import Series, Style, cdf_chart, gantt_chart, step_chart, styles
 from phalanx.report.svg import esc, percent_axis, value_axis
+from phalanx.report.waits import wait_by_size_chart
 
 CSS = """
 :root { color-scheme: light; }
@@ -160,6 +161,12 @@ def render_report(
         totals,
         policy_styles,
     )
+    waits = wait_by_size_chart(
+        "wait-by-size",
+        "Longest wait by gang size (GPUs), still waiting included",
+        results,
+        policy_styles,
+    )
     gantt, drawn, total = gantt_chart(
         "gantt", "Gantt chart of gangs per policy", results, policy_styles, limit=gantt_limit
     )
@@ -197,6 +204,7 @@ def render_report(
         _figure("GPU utilization", "GPUs of gangs whose work is running", utilization),
         _figure("Queue length", "gangs submitted, not started", queue),
         _figure("JCT CDF", "curves end below 100% when gangs did not complete", cdf),
+        _figure("Wait by gang size", "longest start − submit per GPU size", waits),
         "</div>",
         "<h2>Gangs</h2>",
         _figure("Gantt chart", gantt_note, gantt),

@@ -68,5 +68,20 @@ class SimBackend:
             self.wakeups.add(at)
             self.sim.queue.push(Event(at, Kind.RETRY, "wake"))
 
+    def recheck_at(self, at: float) -> None:
+        if at not in self.wakeups:  # not progress: a run with nothing left to do ends
+            self.wakeups.add(at)
+            self.sim.queue.push(Event(at, Kind.RETRY, "recheck", progress=False))
+
+    def expected(self, gang: GangInfo, at: float | None, why: str) -> None:
+        """Record the gang's first expected start; log an ``expect`` event when it changes."""
+        record = self.sim.records.get(gang.ident)
+        if record is None or (record.expected_last, record.expected_why) == (at, why):
+            return
+        if record.expected_start_first is None:
+            record.expected_start_first = at
+        record.expected_last, record.expected_why = at, why
+        self.sim.emit("expect", gang=gang, message=why, extra={"expected_start": at})
+
     def attempts(self, count: int) -> None:
         self.sim.attempts += count

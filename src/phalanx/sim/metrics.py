@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from phalanx.sim.waits import deadlines, eta_error, max_wait, max_wait_by_size
+
 #: Default price of one GPU-hour, in dollars: about $25/hour for 7 idle GPUs.
 DEFAULT_GPU_HOUR_PRICE = 3.5
 
@@ -30,6 +32,10 @@ class GangRecord:
     queue: str = ""  # the queue its declaration names ("" for a lone pod naming none)
     default_duration: bool = False  # ran --default-duration, having no duration of its own
     domains: dict[str, int] | None = None  # domains spanned per topology level, once started
+    expected_start_first: float | None = None  # the first expected start made while it waited
+    expected_last: float | None = None  # the latest one and its reason (not in the JSON)
+    expected_why: str = ""
+    deadline: float | None = None  # when it must be done (phalanx.dev/deadline)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +55,8 @@ class GangRecord:
             "queue": self.queue,
             "default_duration": self.default_duration,
             "domains": self.domains,
+            "expected_start_first": self.expected_start_first,
+            "deadline": self.deadline,
         }
 
 
@@ -176,9 +184,21 @@ class SimResult:
             "default_duration_gangs": self.default_durations,
             "default_duration": self.default_duration,
             "nothing_placed": self.nothing_placed,
+            **waits_json(self.gangs, self.end),
             "rejected_pods": self.rejected,
             "scheduling_attempts": self.attempts,
             "cycles": self.cycles,
             "gangs_in_one_domain": self.domain_summary()[0],
             "mean_domains_per_gang": self.domain_summary()[1],
         }
+
+
+def waits_json(gangs: list[GangRecord], end: float) -> dict[str, Any]:
+    met, missed = deadlines(gangs)
+    return {
+        "eta_error": eta_error(gangs),
+        "max_wait": max_wait(gangs, end),
+        "max_wait_by_size": max_wait_by_size(gangs, end),
+        "deadlines_met": met,
+        "deadlines_missed": missed,
+    }

@@ -35,6 +35,7 @@ from phalanx.framework.backend import apply
 from phalanx.sim.backend import SimBackend
 from phalanx.sim.controller import JobController
 from phalanx.sim.controllers.owner import OwnerController
+from phalanx.sim.estimates import EstimateModel
 from phalanx.sim.events import Event, EventQueue, Kind
 from phalanx.sim.fragmentation import FragMeter, run_target
 from phalanx.sim.metrics import (
@@ -62,6 +63,7 @@ class SimOptions:
     actions: tuple[str, ...] | None = None  # None: the policy's own list
     scheduler_name: str | None = None  # place only these pods; kube-default places the rest
     default_duration: float | None = None  # for gangs with none; None: until the end
+    estimates: str = "given"  # the error model of runtime estimates (sim/estimates.py)
 
 
 class Simulation:
@@ -95,6 +97,7 @@ class Simulation:
         self.queue_length = StepSeries()
         self.rejected: list[str] = []
         self.cycles = 0
+        self.estimates = EstimateModel(options.estimates, options.seed)
         self.attempts = 0
         self.backend = SimBackend(self)
         for item in workload.items:
@@ -168,7 +171,7 @@ class Simulation:
             self.quota.add(spec)
 
     def _add_gang(self, spec: GangSpec) -> None:
-        gang = self.state.add_gang(spec, self.now)
+        gang = self.state.add_gang(self.estimates.gang(spec), self.now)
         self._record(gang)
         self.emit("submit", gang=gang)
         if spec.timeout_seconds is not None:
@@ -185,7 +188,7 @@ class Simulation:
         declared = spec.declared_gang
         if declared is not None and declared.key not in self.state.gangs:
             self._add_gang(declared)  # recorded as it appears; later pods raise its minimums
-        pod = self.state.add_pod(spec, self.now)
+        pod = self.state.add_pod(self.estimates.pod(spec), self.now)
         if spec.gang_key is None:
             self._record(pod.gang)
         self.emit("submit", pod=pod)
@@ -353,6 +356,7 @@ class Simulation:
         node: str | None = None,
         message: str | None = None,
         path: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         if self.sink is None:
             return
@@ -369,6 +373,7 @@ class Simulation:
             event["message"] = message
         if path:
             event["topology"] = path
+        event.update(extra or {})
         self.sink(event)
 
     def _result(self) -> SimResult:
@@ -377,6 +382,8 @@ class Simulation:
             record.gpus = sum(self.gpu(pod) for pod in gang.members) / 1000
             record.min_member = gang.min_member  # a gang group learns it from its pods
             record.timed_out = gang.timed_out
+            if gang.spec is not None and gang.spec.deadline is not None:
+                record.deadline = gang.spec.deadline.due(gang.created)
             if record.state == "deadlocked":
                 record.reason = gang.condition.message if gang.condition else ""
             elif gang.finished is not None:

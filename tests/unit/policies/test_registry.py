@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from phalanx.actions.allocate import Allocate
+from phalanx.actions.book import Settings
 from phalanx.actions.coscheduling import Coscheduling
+from phalanx.actions.reserve import Reserve
 from phalanx.api.errors import InputError
 from phalanx.api.specs import NodeSpec, PodSpec
 from phalanx.cli.main import main
@@ -41,6 +43,20 @@ def test_the_scheduler_builds_the_actions_in_the_order_named() -> None:
     scheduler = Scheduler(get_policy("phalanx"), actions=["coscheduling", "allocate"])
     assert [type(a) for a in scheduler.actions] == [Coscheduling, Allocate]
     assert [type(a) for a in Scheduler(get_policy("phalanx")).actions] == [Allocate]
+    reserving = Scheduler(get_policy("phalanx-reserve")).actions
+    assert [type(a) for a in reserving] == [Reserve, Allocate]
+
+
+def test_reserve_takes_its_settings_after_colons() -> None:
+    spec = "reserve:mode=conservative:aging=off:min-gpus=16:depth=2"
+    (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
+    assert isinstance(action, Reserve)
+    assert action.settings == Settings("conservative", 2, None, 16.0)
+    for bad in ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1"):
+        with pytest.raises(InputError, match="reserve"):
+            Scheduler(get_policy("phalanx"), actions=[bad])
+    with pytest.raises(InputError, match="takes no options"):
+        Scheduler(get_policy("phalanx"), actions=["allocate:x=1"])
 
 
 def test_an_unknown_action_is_an_input_error_naming_the_known_ones() -> None:

@@ -1,0 +1,153 @@
+"""Timeline: free resources per node over time, as Slurm's backfill scheduler sees them.
+
+Rows are breakpoints ``times[0] = now < times[1] < ...``; row ``k`` holds what is free on every
+node (``free[k, N, R]``, and per GPU device ``gpus[k, N, G]``) from ``times[k]`` until the next
+breakpoint. Running gangs *release* their pods' resources at their estimated end (never, when
+the estimate is unknown); reservations and starts *take* resources over ``[start, end)``.
+Breakpoints are added where needed, each a copy of the row before it.
+
+``earliest`` finds the first breakpoint from which a gang's pods fit for the whole of its
+estimated runtime: the window's free resources are the minimum over its rows (a GPU device is
+free in the window only if it is free in every row), and the pods are placed greedily, best fit
+by GPUs, on nodes their static placement allows. A necessary check on the cluster's totals per
+row skips windows that cannot fit before any placement is tried.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from phalanx.cluster import devices
+from phalanx.cluster.labels import Mask
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.resources import Vector
+
+Cube = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One pod's place in a plan: its node, its request and the GPU devices it would use."""
+
+    node: int
+    request: Vector
+    gpus: tuple[int, ...]
+
+
+Plan = tuple[Slot, ...]
+
+
+class Timeline:
+    def __init__(self, times: list[float], free: Cube, gpus: Cube, gpu_col: int) -> None:
+        self.times = times
+        self.free = free
+        self.gpus = gpus
+        self.gpu_col = gpu_col
+
+    @classmethod
+    def of(
+        cls, table: NodeTable, now: float, releases: Sequence[tuple[float, Slot]] = ()
+    ) -> Timeline:
+        """What is free now, and each ``(at, slot)`` of ``releases`` back from ``at`` on
+        (built in one pass: a row per distinct finite time, then a cumulative sum)."""
+        finite = [(max(at, now), slot) for at, slot in releases if not math.isinf(at)]
+        times = sorted({now, *(at for at, _ in finite)})
+        free = np.zeros((len(times), *table.allocatable.shape), dtype=np.int64)
+        gpus = np.zeros((len(times), *table.gpu_free.shape), dtype=np.int64)
+        free[0] = table.allocatable - table.requested
+        gpus[0] = table.gpu_free
+        position = {t: k for k, t in enumerate(times)}
+        for at, slot in finite:
+            k = position[at]
+            free[k, slot.node] += slot.request
+            if slot.gpus:
+                share = devices.per_device(int(slot.request[table.gpu_col]))
+                gpus[k, slot.node, list(slot.gpus)] += share
+        return cls(times, np.cumsum(free, axis=0), np.cumsum(gpus, axis=0), table.gpu_col)
+
+    @property
+    def now(self) -> float:
+        return self.times[0]
+
+    def copy(self) -> Timeline:
+        return Timeline(list(self.times), self.free.copy(), self.gpus.copy(), self.gpu_col)
+
+    def row(self, at: float) -> int:
+        """The row starting at ``at`` (added if needed); ``len(times)`` for ``at`` = ∞."""
+        if math.isinf(at):
+            return len(self.times)
+        at = max(at, self.now)
+        k = bisect.bisect_left(self.times, at)
+        if k < len(self.times) and self.times[k] == at:
+            return k
+        self.times.insert(k, at)
+        self.free = np.insert(self.free, k, self.free[k - 1], axis=0)
+        self.gpus = np.insert(self.gpus, k, self.gpus[k - 1], axis=0)
+        return k
+
+    def take(self, start: float, end: float, plan: Plan) -> None:
+        for slot in plan:
+            self._add(self.row(start), self.row(end), slot, -1)
+
+    def give_back(self, start: float, end: float, plan: Plan) -> None:
+        for slot in plan:
+            self._add(self.row(start), self.row(end), slot, +1)
+
+    def _add(self, first: int, last: int, slot: Slot, sign: int) -> None:
+        self.free[first:last, slot.node] += sign * slot.request
+        if slot.gpus:
+            share = devices.per_device(int(slot.request[self.gpu_col]))
+            self.gpus[first:last, slot.node, list(slot.gpus)] += sign * share
+
+    def earliest(
+        self,
+        requests: Sequence[Vector],
+        masks: Sequence[Mask],
+        duration: float,
+        *,
+        until: float = math.inf,
+    ) -> tuple[float, Plan] | None:
+        """The first time (no later than ``until``) from which the pods fit for ``duration``
+        seconds, and where; ``None`` if they never do on this timeline."""
+        need = np.sum(requests, axis=0) if requests else np.zeros(self.free.shape[2], np.int64)
+        totals = np.maximum(self.free, 0).sum(axis=1)  # [K, R]: a necessary bound per row
+        for k, start in enumerate(self.times):
+            if start > until:
+                return None
+            last = bisect.bisect_left(self.times, start + duration, lo=k + 1)
+            if np.any(totals[k:last].min(axis=0) < need):
+                continue
+            free = self.free[k:last].min(axis=0)
+            plan = self._place(free, self.gpus[k:last].min(axis=0), requests, masks)
+            if plan is not None:
+                return start, plan
+        return None
+
+    def _place(
+        self, free: Cube, gpus: Cube, requests: Sequence[Vector], masks: Sequence[Mask]
+    ) -> Plan | None:
+        free, gpus = free.copy(), gpus.copy()
+        plan: list[Slot] = []
+        for request, mask in zip(requests, masks, strict=True):
+            cols = np.flatnonzero(request)
+            fits = mask & np.all(free[:, cols] >= request[cols], axis=1)
+            milli = int(request[self.gpu_col])
+            if milli:
+                fits &= devices.fits(gpus, milli)
+            candidates = np.flatnonzero(fits)
+            if candidates.size == 0:
+                return None
+            left = free[candidates, self.gpu_col] - milli  # best fit: fewest GPUs left over
+            node = int(candidates[np.argmin(left)])
+            slot = Slot(node, request, devices.pick(gpus[node], milli))
+            free[node] -= request
+            if slot.gpus:
+                gpus[node, list(slot.gpus)] -= devices.per_device(milli)
+            plan.append(slot)
+        return tuple(plan)

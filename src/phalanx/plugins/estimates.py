@@ -1,0 +1,101 @@
+"""Runtime estimates: how long a gang is expected to run, and where that figure comes from.
+
+The first of these answers (Slurm's time limit, Kueue's maximum execution time, and a learned
+figure where users give none):
+
+1. the author's ``phalanx.dev/runtime-estimate`` (on the PodGroup, else on its pods);
+2. ``activeDeadlineSeconds`` of its pods (an upper bound: the kubelet kills them past it);
+3. Kueue's ``kueue.x-k8s.io/max-exec-time-seconds`` (an upper bound too);
+4. learned online: the ``quantile`` (default 0.8) of the observed runtimes of the last
+   ``window`` finished gangs of the same namespace, queue and shape (member count and
+   total requests), once at least ``min_samples`` have finished;
+5. the configured ``default`` (none by default: the estimate is then *unknown*).
+
+A runtime is observed as the time from the gang's start (its members bound) to the first
+cycle that finds it holding nothing: what a live scheduler can see. The true duration a
+simulation ends a gang by is never read here.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from phalanx.cluster.workloads import GangInfo
+
+Key = tuple[str, str, int, bytes]
+
+LEARNED = "learned"
+DEFAULT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    seconds: float
+    source: str  # runtime-estimate | activeDeadlineSeconds | max-exec-time | learned | default
+
+
+class Estimates:
+    name = "estimates"
+
+    def __init__(
+        self,
+        quantile: float = 0.8,
+        default: float | None = None,
+        *,
+        window: int = 50,
+        min_samples: int = 3,
+    ) -> None:
+        self.quantile = quantile
+        self.default = default
+        self.window = window
+        self.min_samples = min_samples
+        self._seen: dict[Key, deque[float]] = {}
+        self._learned: dict[Key, float] = {}  # the quantile, until the next observation
+        self._keys: dict[str, tuple[int, Key]] = {}  # gang ident → (members, its key)
+
+    def estimate(self, gang: GangInfo) -> Estimate | None:
+        for source, seconds in hints(gang):
+            return Estimate(seconds, source)
+        learned = self._learned.get(self._key(gang))
+        if learned is not None:
+            return Estimate(learned, LEARNED)
+        if self.default is not None:
+            return Estimate(self.default, DEFAULT)
+        return None
+
+    def observe(self, gang: GangInfo, runtime: float) -> None:
+        """A gang of this shape ran ``runtime`` seconds."""
+        shape = self._key(gang)
+        runs = self._seen.setdefault(shape, deque(maxlen=self.window))
+        runs.append(max(runtime, 0.0))
+        if len(runs) >= self.min_samples:
+            self._learned[shape] = float(np.quantile(np.array(runs), self.quantile))
+        self._keys.pop(gang.ident, None)
+
+    def _key(self, gang: GangInfo) -> Key:
+        known = self._keys.get(gang.ident)
+        if known is None or known[0] != len(gang.members):
+            known = self._keys[gang.ident] = (len(gang.members), key(gang))
+        return known[1]
+
+
+def hints(gang: GangInfo) -> list[tuple[str, float]]:
+    """The gang's own hints, then its members' (the longest per source), best source first."""
+    own = dict(gang.spec.runtime_hints) if gang.spec is not None else {}
+    found = dict(own)
+    for pod in gang.members:
+        for source, seconds in pod.spec.runtime_hints:
+            if source not in own:
+                found[source] = max(found.get(source, 0.0), seconds)
+    order = ("runtime-estimate", "activeDeadlineSeconds", "max-exec-time")
+    return [(source, found[source]) for source in order if source in found]
+
+
+def key(gang: GangInfo) -> Key:
+    queue = gang.spec.queue if gang.spec is not None else ""
+    requests = [pod.request for pod in gang.members]
+    total = np.sum(requests, axis=0) if requests else np.zeros(0, dtype=np.int64)
+    return (gang.namespace, queue, gang.min_member, np.asarray(total, np.int64).tobytes())

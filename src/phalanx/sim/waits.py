@@ -1,0 +1,81 @@
+"""Waits, expected-start accuracy and deadlines of a run, from its gang records.
+
+- ``max_wait``: the longest queue delay (start − submit); a gang that never started counts
+  with the wait it had at the end of the run (a lower bound), so starvation is never hidden.
+- ``max_wait_by_size``: the same per GPU size of the gang: ``1`` (one GPU or less), ``2-8``,
+  ``9-32`` and ``33+`` GPUs (buckets with no gang are left out).
+- ``eta_error``: over gangs that waited (start > submit) and had an expected start, the mean
+  and p90 of |first expected start − actual start| in seconds; ``unknown`` counts the gangs
+  that waited without ever getting one.
+- deadlines: a gang with ``phalanx.dev/deadline`` met it if it finished by then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+BUCKETS = (("1", 0.0, 1.0), ("2-8", 1.0, 8.0), ("9-32", 8.0, 32.0), ("33+", 32.0, np.inf))
+
+
+class Waited(Protocol):
+    submit: float
+    start: float | None
+    finish: float | None
+    gpus: float
+    expected_start_first: float | None
+    deadline: float | None
+
+
+def wait_of(gang: Waited, end: float) -> float:
+    return (gang.start if gang.start is not None else end) - gang.submit
+
+
+def bucket(gpus: float) -> str:
+    return next(name for name, _, high in BUCKETS if gpus <= high)
+
+
+def max_wait(gangs: Sequence[Waited], end: float) -> float:
+    return max((wait_of(g, end) for g in gangs), default=0.0)
+
+
+def max_wait_by_size(gangs: Sequence[Waited], end: float) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for gang in gangs:
+        name = bucket(gang.gpus)
+        out[name] = max(out.get(name, 0.0), wait_of(gang, end))
+    return {name: out[name] for name, _, _ in BUCKETS if name in out}
+
+
+def eta_error(gangs: Sequence[Waited]) -> dict[str, Any]:
+    waited = [g for g in gangs if g.start is not None and g.start > g.submit]
+    errors = [
+        abs(g.expected_start_first - g.start)
+        for g in waited
+        if g.expected_start_first is not None and g.start is not None
+    ]
+    if not errors:
+        return {"mean": None, "p90": None, "gangs": 0, "unknown": len(waited)}
+    values = np.array(errors)
+    return {
+        "mean": round(float(values.mean()), 3),
+        "p90": round(float(np.percentile(values, 90)), 3),
+        "gangs": len(errors),
+        "unknown": len(waited) - len(errors),
+    }
+
+
+def deadlines(gangs: Sequence[Waited]) -> tuple[int, int]:
+    """(met, missed) over gangs with a deadline; one unfinished at the end missed it only if
+    the deadline has passed — callers pass records of a finished run."""
+    met = missed = 0
+    for gang in gangs:
+        if gang.deadline is None:
+            continue
+        if gang.finish is not None and gang.finish <= gang.deadline:
+            met += 1
+        else:
+            missed += 1
+    return met, missed

@@ -1,0 +1,174 @@
+"""Reservations and backfill through the simulator: EASY vs conservative on a hand-computed
+example, overruns moving a reservation, estimates hidden from the scheduler, the JSON fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phalanx.k8s import load_files
+from phalanx.sim.metrics import SimResult
+from phalanx.sim.simulator import SimOptions, simulate
+
+EASY = ("reserve:mode=easy:aging=off:min-gpus=0", "allocate")
+CONSERVATIVE = ("reserve:mode=conservative:aging=off", "allocate")
+
+
+def nodes(count: int) -> str:
+    return "".join(
+        f"""---
+apiVersion: v1
+kind: Node
+metadata: {{name: n{i}}}
+status: {{allocatable: {{cpu: "8", memory: 32Gi, nvidia.com/gpu: "1", pods: "110"}}}}
+"""
+        for i in range(count)
+    )
+
+
+def gang(name: str, gpus: int, *, at: float, runs: float, estimate: float | None) -> str:
+    """A PodGroup of ``gpus`` one-GPU pods submitted at ``at`` that runs ``runs`` seconds."""
+    hint = "" if estimate is None else f", phalanx.dev/runtime-estimate: '{estimate:g}'"
+    text = f"""---
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: {name}
+  annotations: {{phalanx.dev/submit-after: '{at:g}', phalanx.dev/duration: '{runs:g}'{hint}}}
+spec: {{minMember: {gpus}}}
+"""
+    for i in range(gpus):
+        text += f"""---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}-{i}
+  labels: {{scheduling.x-k8s.io/pod-group: {name}}}
+  annotations: {{phalanx.dev/submit-after: '{at:g}'}}
+spec:
+  schedulerName: phalanx
+  containers:
+  - name: c
+    resources: {{requests: {{cpu: "1", nvidia.com/gpu: "1"}}}}
+"""
+    return text
+
+
+def run(
+    tmp_path: Path, text: str, actions: tuple[str, ...], **options: Any
+) -> tuple[SimResult, list[dict[str, Any]]]:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    events: list[dict[str, Any]] = []
+    result = simulate(load_files([path]), SimOptions(actions=actions, **options), events.append)
+    return result, events
+
+
+def starts(result: SimResult) -> dict[str, float | None]:
+    return {g.name: g.start for g in result.gangs}
+
+
+#: 4 one-GPU nodes. r (2 GPUs) runs 0-100 (estimated 100). Then, in FIFO order: a needs 3
+#: GPUs (est. 100), b needs 4 (est. 100), c needs 1 (est. 300).
+#: - both modes: a is reserved at 100 (r's 2 GPUs + 1 free).
+#: - EASY: only a is reserved; c fits now and leaves 3 GPUs for a at 100 → c starts at 3.
+#:   a runs 100-200; b needs all 4, c holds one until 303 → b starts at 303.
+#: - conservative: b is reserved too, at 200 (after a) on all 4 GPUs; c until 303 would delay
+#:   it → c waits. b runs 200-300; c starts at 300.
+SLURM_EXAMPLE = (
+    nodes(4)
+    + gang("r", 2, at=0, runs=100, estimate=100)
+    + gang("a", 3, at=1, runs=100, estimate=100)
+    + gang("b", 4, at=2, runs=100, estimate=100)
+    + gang("c", 1, at=3, runs=300, estimate=300)
+)
+
+
+def test_easy_backfills_what_conservative_holds_for_the_second_reservation(
+    tmp_path: Path,
+) -> None:
+    easy, _ = run(tmp_path, SLURM_EXAMPLE, EASY)
+    assert starts(easy) == {"r": 0.0, "a": 100.0, "b": 303.0, "c": 3.0}
+    conservative, _ = run(tmp_path, SLURM_EXAMPLE, CONSERVATIVE)
+    assert starts(conservative) == {"r": 0.0, "a": 100.0, "b": 200.0, "c": 300.0}
+
+
+def test_without_reservations_the_big_gangs_wait_for_the_small(tmp_path: Path) -> None:
+    plain, _ = run(tmp_path, SLURM_EXAMPLE, ("allocate",))
+    assert starts(plain)["c"] == 3.0 and starts(plain)["a"] == 100.0
+
+
+def test_expected_starts_are_the_reservations(tmp_path: Path) -> None:
+    result, events = run(tmp_path, SLURM_EXAMPLE, CONSERVATIVE)
+    first = {g.name: g.expected_start_first for g in result.gangs}
+    assert first["a"] == 100.0 and first["b"] == 200.0 and first["c"] == 300.0
+    expect = [e for e in events if e["type"] == "expect" and e["gang"] == "default/b"]
+    assert expect[0]["message"].startswith("reserved: n0..n3 (4 nodes) free at t=3m20s")
+    assert "when default/a (reserved, estimate: runtime-estimate) ends" in expect[0]["message"]
+    doc = result.to_json()
+    assert doc["eta_error"] == {"mean": 0.0, "p90": 0.0, "gangs": 3, "unknown": 0}
+    assert doc["max_wait"] == 297.0
+    assert doc["max_wait_by_size"] == {"1": 297.0, "2-8": 198.0}
+
+
+def test_an_overrun_moves_the_reservation_later_until_the_gang_really_ends(
+    tmp_path: Path,
+) -> None:
+    text = (
+        nodes(2)
+        + gang("r", 2, at=0, runs=250, estimate=100)
+        + gang("a", 2, at=1, runs=50, estimate=50)
+    )
+    result, events = run(tmp_path, text, EASY)
+    moves = [e["expected_start"] for e in events if e["type"] == "expect"]
+    # r overruns at 100: expected to end half its run so far later, re-checked each time
+    assert moves == [100.0, 160.0, 240.0, 360.0]  # 100 + max(60 s, 50), 160 + 80, 240 + 120
+    assert starts(result)["a"] == 250.0
+
+
+def test_a_gang_that_finishes_early_moves_the_reservation_earlier(tmp_path: Path) -> None:
+    text = (
+        nodes(2)
+        + gang("r", 2, at=0, runs=40, estimate=100)
+        + gang("a", 2, at=1, runs=50, estimate=50)
+    )
+    result, events = run(tmp_path, text, EASY)
+    assert [e["expected_start"] for e in events if e["type"] == "expect"] == [100.0]
+    assert starts(result)["a"] == 40.0
+    assert result.to_json()["eta_error"]["mean"] == 60.0
+
+
+def test_the_scheduler_never_sees_the_true_duration(tmp_path: Path) -> None:
+    """Without any estimate the first gangs' ends are unknown; the expected start says so."""
+    text = nodes(2) + gang("r", 2, at=0, runs=100, estimate=None)
+    text += gang("a", 2, at=1, runs=50, estimate=None)
+    _, events = run(tmp_path, text, EASY)
+    (expect,) = [e for e in events if e["type"] == "expect"]
+    assert expect["expected_start"] is None
+    assert expect["message"].startswith("unknown: no estimate")
+    assert "default/r (no estimate)" in expect["message"]
+
+
+@pytest.mark.parametrize(("model", "first"), [("perfect", 100.0), ("none", None)])
+def test_estimate_models_replace_what_the_manifests_say(
+    tmp_path: Path, model: str, first: float | None
+) -> None:
+    text = (
+        nodes(2) + gang("r", 2, at=0, runs=100, estimate=7) + gang("a", 2, at=1, runs=5, estimate=7)
+    )
+    result, _ = run(tmp_path, text, EASY, estimates=model)
+    assert {g.name: g.expected_start_first for g in result.gangs}["a"] == first
+
+
+def test_noisy_estimates_are_seeded_and_the_same_for_every_policy(tmp_path: Path) -> None:
+    text = nodes(2) + gang("r", 2, at=0, runs=1000, estimate=None)
+    text += gang("a", 2, at=1, runs=50, estimate=None)
+    one, _ = run(tmp_path, text, EASY, estimates="noisy", seed=3)
+    two, _ = run(tmp_path, text, CONSERVATIVE, estimates="noisy", seed=3)
+    other, _ = run(tmp_path, text, EASY, estimates="noisy", seed=4)
+    first = {g.name: g.expected_start_first for g in one.gangs}["a"]
+    assert first == {g.name: g.expected_start_first for g in two.gangs}["a"]
+    assert first != {g.name: g.expected_start_first for g in other.gangs}["a"]
+    assert first is not None and first != 1000.0
