@@ -197,3 +197,31 @@ def test_serve_with_a_missing_kubeconfig_is_one_line_and_exit_2(
     assert main(["serve", "--kubeconfig", str(tmp_path / "absent")]) == 2
     err = capsys.readouterr().err
     assert "absent" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_queues_example_json_and_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Reclaim across queues and preemption within one, through the CLI: per-gang queue,
+    preemptions and lost work, per-run counts and queue shares, evict events with reason/by."""
+    log = tmp_path / "events.jsonl"
+    path = str(EXAMPLES / "06-queues.yaml")
+    assert main(["simulate", path, "-o", "json", "--events", str(log)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    gangs = {g["name"]: g for g in doc["gangs"]}
+    assert gangs["vision-b"]["queue"] == "vision" and gangs["speech-a"]["queue"] == "speech"
+    assert gangs["vision-b"]["preempted"] == 1 and gangs["vision-a"]["preempted"] == 1
+    assert gangs["vision-b"]["lost_gpu_hours"] == pytest.approx(8 * 540 / 3600)
+    assert gangs["vision-a"]["lost_gpu_hours"] == pytest.approx(8 * 1200 / 3600)
+    assert all(g["state"] == "completed" for g in doc["gangs"])
+    assert doc["preemptions"] == 2 and doc["reclaims"] == 1
+    assert doc["lost_gpu_hours"] == pytest.approx(8 * 1740 / 3600)
+    assert set(doc["queues"]) == {"vision", "speech"}
+    speech = doc["queues"]["speech"]
+    assert set(speech) >= {"deserved_gpu_share", "mean_gpu_share", "share_error", "p99_wait"}
+    assert speech["p99_wait"] == 0.0
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    evicts = [(e["gang"], e["reason"], e["by"]) for e in events if e["type"] == "evict"]
+    assert evicts == [
+        ("default/vision-b", "reclaim", "default/speech-a"),
+        ("default/vision-b", "reclaim", "default/speech-a"),
+        ("default/vision-a", "preempt", "default/vision-urgent"),
+    ]

@@ -283,7 +283,7 @@ def test_queue_objects_are_accepted_and_validated(
     ]
     path = write(tmp_path, "queues.yaml", *queues)
     result = simulate_json(capsys, str(CLUSTER), str(path), str(HERE / "kueue.yaml"))
-    assert gangs(result)["sim"]["queue"] == "team-a"
+    assert gangs(result)["sim"]["queue"] == "cq"  # LocalQueue team-a → its ClusterQueue
     queues[3]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "x"
     queues[4]["spec"] = {}
     code, _, err = run(capsys, "simulate", str(CLUSTER), str(write(tmp_path, "q.yaml", *queues)))

@@ -26,9 +26,17 @@ def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str
     assert doc["workload"] == DEADLOCK and doc["seed"] == 4
     assert list(doc["policies"]) == list(COMPARED)  # the default list, in its order
     for metrics in doc["policies"].values():
-        keys = [*METRICS, "gangs_in_one_domain", "mean_domains_per_gang", *WAIT_KEYS]
+        keys = [*METRICS, "gangs_in_one_domain", "mean_domains_per_gang", *WAIT_KEYS, "queues"]
         assert list(metrics) == keys
         assert metrics["gangs_in_one_domain"] == {}  # no topology declared
+        assert set(metrics["queues"]) == {"default"}  # one queue: every gang's
+        assert set(metrics["queues"]["default"]) == {
+            "deserved_gpu_share",
+            "mean_gpu_share",
+            "share_error",
+            "mean_wait",
+            "p99_wait",
+        }
     kube, gang = doc["policies"]["kube-default"], doc["policies"]["phalanx"]
     assert kube["deadlocked"] == 2 and kube["completed"] == 0 and kube["jct_mean"] is None
     assert kube["gpu_util"] == 0.0 and kube["gpu_alloc_ratio"] > 0
@@ -124,3 +132,25 @@ def test_an_error_inside_the_worker_processes_is_one_line_too(
     assert main(["compare", str(big), "--policies", "kube-default,phalanx"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"phalanx: error: {big}: PodGroup default/g: spec.minMember")
+
+
+def test_queues_in_compare_json_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Per policy: preemptions, reclaims, lost work and per-queue shares; the report plots
+    each queue's share over time against its deserved share."""
+    report = tmp_path / "r.html"
+    path = str(EXAMPLES / "06-queues.yaml")
+    args = ["compare", path, "--policies", "phalanx,volcano,kueue", "-o", "json"]
+    assert main([*args, "--report", str(report)]) == 0
+    doc = json.loads(capsys.readouterr().out)["policies"]
+    phalanx = doc["phalanx"]
+    assert phalanx["preemptions"] == 2 and phalanx["reclaims"] == 1
+    assert phalanx["lost_per_preemption"] == pytest.approx(8 * 1740 / 3600 / 2)
+    assert set(phalanx["queues"]) == {"vision", "speech"}
+    assert phalanx["queues"]["speech"]["p99_wait"] == 0.0
+    assert doc["kueue"]["preemptions"] == 0
+    page = report.read_text()
+    assert "<h2>Queue shares</h2>" in page
+    assert "Queue shares over time under phalanx" in page
+    assert "speech deserved" in page and "vision held" in page

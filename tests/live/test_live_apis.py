@@ -226,3 +226,26 @@ async def test_explain_gives_the_expected_start_and_its_reason() -> None:
         (report,) = await explain(client, now=1.0)
         assert "expected start: estimated (not reserved): node-a free at" in report.message
         assert f"when {NS}/busy (estimate: runtime-estimate) ends" in report.message
+
+
+async def test_explain_says_which_gangs_would_be_preempted() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        low = pod("low-0", gpus=4, node_name="node-a")
+        low["spec"]["priority"] = 10
+        server.put("v1", "pods", low)
+        server.put(
+            "scheduling.x-k8s.io/v1alpha1",
+            "podgroups",
+            group("scheduling.x-k8s.io/v1alpha1", "urgent", 1),
+        )
+        urgent = pod("urgent-0", group="urgent", gpus=4)
+        urgent["spec"]["priority"] = 1000
+        server.put("v1", "pods", urgent)
+        (report,) = await explain(client, now=1.0)
+        assert report.name == "urgent" and not report.fits
+        assert report.preempts == [f"{NS}/low-0 (preempt)"]
+        assert report.preempt_nodes == ["node-a"]
+        text = render([report])
+        assert f"would preempt: {NS}/low-0 (preempt); then placed on node-a" in text
+        assert server.count("POST") == 0 and server.count("DELETE") == 0

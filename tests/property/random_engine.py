@@ -175,11 +175,17 @@ class EngineDriver:
         self.counts["cycle"] += 1
         keys = [pod.key for pod, _ in result.binds]
         assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
-        assert not result.evictions, "no action of these policies evicts"
+        held = {hold.gang for hold in result.holds}
+        for pod in result.evictions:  # preempt/reclaim: only for a preemptor planned whole
+            assert result.disruptions[pod.key][1] in held, f"{pod.key} evicted for no hold"
         for pod, node in result.binds:
             assert pod.status in (PodStatus.ALLOCATED, PodStatus.RESERVED), pod.key
             assert pod.node == node
         apply(result, self.state, MemoryBackend(self.state, self.now))  # the shared applier
+        for pod in result.evictions:  # gone at once, re-created pending by its controller
+            self.state.remove_pod(pod.key)
+            self.state.add_pod(pod.spec, self.now)
+            self.counts["evict"] += 1
         self.counts["bind"] += len(result.binds)
         for gang in result.timeouts:
             assert gang.timed_out

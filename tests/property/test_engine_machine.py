@@ -19,6 +19,11 @@ release finished pods) and checks the engine's invariants after every step:
   started or arrived meanwhile, or it sits in a timeout backoff. Checked while every gang is
   rigid (``minMember`` = its members): a gang's unit also places members beyond its minimum,
   which a reservation behind it does not foresee (a known gap, see actions/book.py).
+- queues: no queue ever holds more than its ``capability``; every eviction is for a preemptor
+  that got a hold (its whole minimum was planned) and is placed in the next cycle unless the
+  cluster changed meanwhile, and a victim gang is evicted whole or keeps at least its minimum
+  (only surplus taken). Evicted pods go at once and are re-created pending, as a controller
+  does.
 
 A second property checks that a cycle is a pure function of the state and the seed.
 """
@@ -39,11 +44,13 @@ from hypothesis.stateful import (
     rule,
 )
 
+from phalanx.api.queues import QueueSpec
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodStatus
 from phalanx.framework.backend import MemoryBackend, apply
+from phalanx.framework.session import CycleResult
 from phalanx.policies import Scheduler, get_policy
 
 GPU = "nvidia.com/gpu"
@@ -75,11 +82,18 @@ class EngineMachine(RuleBasedStateMachine):
         self.started: dict[str, float] = {}  # gang ident → when it was bound whole
         self.reserved: dict[str, float] = {}  # gang ident → the reserved start it must keep
         self.ahead: dict[str, set[str]] = {}  # gang ident → the waiting gangs ahead of it then
+        self.preemptors: list[str] = []
 
-    @initialize(nodes=st.lists(node_allocatable, min_size=1, max_size=6))
-    def make_cluster(self, nodes: list[dict[str, int]]) -> None:
+    @initialize(
+        nodes=st.lists(node_allocatable, min_size=1, max_size=6),
+        cap=st.sampled_from([1000, 2000, 4000, 8000]),
+        weight=st.integers(1, 3),
+    )
+    def make_cluster(self, nodes: list[dict[str, int]], cap: int, weight: int) -> None:
         specs = [NodeSpec(f"n{i}", alloc) for i, alloc in enumerate(nodes)]
         self.state = ClusterState(specs, ResourceIndex())
+        self.state.queues.add_queue(QueueSpec("capped", capability={GPU: cap}))
+        self.state.queues.add_queue(QueueSpec("heavy", weight=weight, guarantee={GPU: 1000}))
         self.gang_specs: dict[str, GangSpec] = {}
         #: gangs that lost a bound member to a deletion: below their minimum by no doing of
         #: the scheduler (their controller decides what happens next)
@@ -96,6 +110,7 @@ class EngineMachine(RuleBasedStateMachine):
     def update_node(self, pick: int, cordon: bool, more_gpus: bool) -> None:
         """A node is cordoned or uncordoned, relabelled, or grows (never below what runs)."""
         assert self.state is not None
+        self.preemptors = []  # the cluster changed: a held plan may no longer fit
         specs = self._live_nodes()
         if not specs:
             return
@@ -110,6 +125,7 @@ class EngineMachine(RuleBasedStateMachine):
     def remove_node(self, pick: int) -> None:
         """A node goes; the pods on it are deleted with it, as the pod GC does."""
         assert self.state is not None
+        self.preemptors = []  # the cluster changed: a held plan may no longer fit
         specs = self._live_nodes()
         if len(specs) < 2:
             return
@@ -125,6 +141,7 @@ class EngineMachine(RuleBasedStateMachine):
         """Any pod is deleted, bound or not (its gang may drop below its minimum: the
         workload's controller, not the scheduler, decides what happens then)."""
         assert self.state is not None
+        self.preemptors = []  # the cluster changed: a held plan may no longer fit
         keys = sorted(self.state.pods)
         if keys:
             pod = self.state.pods[keys[pick % len(keys)]]
@@ -144,6 +161,7 @@ class EngineMachine(RuleBasedStateMachine):
     def evict_gang(self, pick: int) -> None:
         """A running gang is evicted whole: its pods release, then are gone."""
         assert self.state is not None
+        self.preemptors = []  # the cluster changed: a held plan may no longer fit
         running = sorted(
             {p.gang.ident for p in self.state.pods.values() if p.status is PodStatus.BOUND}
         )
@@ -177,6 +195,7 @@ class EngineMachine(RuleBasedStateMachine):
         timeout=st.sampled_from([None, None, 2.0]),
         gang_first=st.booleans(),
         estimate=st.sampled_from([None, 1.0, 2.0, 5.0]),
+        queue=st.sampled_from(["default", "capped", "heavy"]),
     )
     def add_gang(
         self,
@@ -190,6 +209,7 @@ class EngineMachine(RuleBasedStateMachine):
         timeout: float | None,
         gang_first: bool,
         estimate: float | None,
+        queue: str,
     ) -> None:
         assert self.state is not None
         name = self._name("g")
@@ -210,6 +230,7 @@ class EngineMachine(RuleBasedStateMachine):
             priority=priority,
             timeout_seconds=timeout,
             runtime_hints=hints,
+            queue=queue,
         )
         pods = []
         for i in range(k):
@@ -239,12 +260,19 @@ class EngineMachine(RuleBasedStateMachine):
         self._end_estimated_gangs()
         result = self.scheduler.cycle(self.state, self.now)
         self._check_reservations(result.expected)
-        assert not result.evictions
         keys = [pod.key for pod, _ in result.binds]
         assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
         for pod, node in result.binds:
             assert pod.status is PodStatus.ALLOCATED and pod.node == node
+        self._check_evictions(result)
+        for ident in self.preemptors:  # their victims went at the end of the last cycle
+            gang = self.state.gangs.get(ident)
+            assert gang is None or gang.ready(), f"{ident} evicted others but was not placed"
+        self.preemptors = [hold.gang for hold in result.holds]
         apply(result, self.state, MemoryBackend(self.state, self.now))
+        for pod in result.evictions:  # gone at once, re-created pending by its controller
+            self.state.remove_pod(pod.key)
+            self.state.add_pod(pod.spec, self.now)
         for ident in result.deferred:
             assert self.state.gangs[ident].backoff_until > self.now
         for pod, _ in result.binds:
@@ -293,6 +321,23 @@ class EngineMachine(RuleBasedStateMachine):
                     for other, gang in gangs.items()
                     if not gang.ready() and (-gang.priority, gang.created) < mine
                 }
+
+    def _check_evictions(self, result: CycleResult) -> None:
+        held = {hold.gang for hold in result.holds}
+        victims: dict[str, list[str]] = {}
+        for pod in result.evictions:
+            reason, by = result.disruptions[pod.key]
+            assert by in held, f"{pod.key} evicted for {by}, which got no hold"
+            assert reason in ("preempt", "reclaim", "shrink")
+            victims.setdefault(pod.gang.ident, []).append(pod.key)
+        assert len(result.holds) == len({h.gang for h in result.holds})
+        for ident in victims:
+            gang = self.state.gangs[ident] if self.state else None
+            assert gang is not None
+            left = [p for p in gang.members if p.status is PodStatus.BOUND]
+            assert not left or len(left) >= gang.min_member, (
+                f"{ident}: victim left with {len(left)} < minMember {gang.min_member}"
+            )
 
     @precondition(
         lambda self: (
@@ -374,6 +419,20 @@ class EngineMachine(RuleBasedStateMachine):
         assert (table.gpu_free >= 0).all()
         assert np.array_equal(devices.sum(axis=1), table.allocatable[:, table.gpu_col])
         assert not table.releasing.any() and not table.pipelined.any()
+
+    @invariant()
+    def queue_capability_holds(self) -> None:
+        if self.state is None:
+            return
+        book = self.state.queues
+        used: Counter[str] = Counter()
+        for pod in self.state.pods.values():
+            if pod.status is PodStatus.BOUND:
+                used[book.queue_of(pod.gang)] += int(pod.request[self.state.table.gpu_col])
+        for name, spec in book.specs.items():
+            cap = spec.capability.get(GPU)
+            if cap is not None:
+                assert used[name] <= cap, f"queue {name}: {used[name]} > capability {cap}"
 
     @invariant()
     def nothing_is_mid_cycle(self) -> None:

@@ -39,6 +39,7 @@ def test_policies_in_the_registry() -> None:
         "phalanx",
         "phalanx-reserve",
         "tas-greedy",
+        "kueue",
     ]
     assert list(POLICIES) == names
 

@@ -242,15 +242,12 @@ class ControllerSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class QueueSpec:
-    """A queue object (Volcano/KAI Queue, Kueue ClusterQueue/LocalQueue/ResourceFlavor,
-    ElasticQuota): validated and recorded; quotas are not enforced yet."""
+class ResourceFlavorSpec:
+    """A Kueue ResourceFlavor: validated and recorded; flavors are not modelled (queues are
+    in :mod:`phalanx.api.queues`)."""
 
-    kind: str
-    namespace: str  # "" for cluster-scoped kinds
     name: str
-    parent: str = ""  # parent queue, or a LocalQueue's ClusterQueue
-    resources: Resources = field(default_factory=dict)
+    node_labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

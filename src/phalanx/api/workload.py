@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from phalanx.api.queues import BudgetSpec, QueueBindingSpec, QueueSpec
 from phalanx.api.specs import (
     ControllerSpec,
     GangSpec,
@@ -18,8 +19,8 @@ from phalanx.api.specs import (
     NodeSpec,
     PodSpec,
     PriorityClassSpec,
-    QueueSpec,
     QuotaSpec,
+    ResourceFlavorSpec,
 )
 from phalanx.api.topology import HyperNodeSpec, TopologySpec
 
@@ -32,9 +33,12 @@ Spec = (
     | QuotaSpec
     | NamespaceSpec
     | ControllerSpec
-    | QueueSpec
+    | ResourceFlavorSpec
     | TopologySpec
     | HyperNodeSpec
+    | QueueSpec
+    | QueueBindingSpec
+    | BudgetSpec
 )
 S = TypeVar(
     "S",
@@ -46,9 +50,12 @@ S = TypeVar(
     QuotaSpec,
     NamespaceSpec,
     ControllerSpec,
-    QueueSpec,
+    ResourceFlavorSpec,
     TopologySpec,
     HyperNodeSpec,
+    QueueSpec,
+    QueueBindingSpec,
+    BudgetSpec,
 )
 
 

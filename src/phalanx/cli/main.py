@@ -118,6 +118,12 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--kubeconfig", metavar="PATH", help="with --from-cluster (default: in-cluster or ~/.kube)"
     )
+    sim.add_argument(
+        "--usage-half-life",
+        type=seconds,
+        help="order queues by usage with memory: past usage above the deserved share counts, "
+        "decaying with this half-life (e.g. 1h; default: current usage only)",
+    )
     cmp = commands.add_parser(
         "compare",
         help="run several policies on the same workload and compare them",
@@ -230,6 +236,7 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         scheduler_name=args.scheduler_name,
         default_duration=args.default_duration,
         estimates=args.estimates,
+        usage_half_life=args.usage_half_life,
     )
     if args.events:
         with open(args.events, "w", encoding="utf-8") as log:

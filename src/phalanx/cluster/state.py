@@ -52,6 +52,7 @@ from phalanx.api.specs import GangSpec, NodeSpec, PodSpec, Resources
 from phalanx.cluster import devices
 from phalanx.cluster.hints import CapacityOf, Hint, Parked, wake_count
 from phalanx.cluster.nodes import TOMBSTONE, NodeTable
+from phalanx.cluster.queues import QueueBook
 from phalanx.cluster.resources import ResourceIndex, Vector
 from phalanx.cluster.topology import TopologySource
 from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
@@ -79,6 +80,8 @@ class ClusterState:
         #: pods invalid only because no node offers a resource they request (re-checked when
         #: nodes change)
         self._unoffered: dict[str, PodInfo] = {}
+        #: queues, their bindings and disruption budgets (see :mod:`phalanx.cluster.queues`)
+        self.queues = QueueBook()
 
     # -- nodes -------------------------------------------------------------------------------
     def node_index(self, name: str) -> int | None:
@@ -341,6 +344,7 @@ class ClusterState:
         pod.node = node
         pod.bound_at = now
         pod.gang.move(pod, PodStatus.BOUND)
+        self.queues.track((pod.gang,))  # its queue's usage counts it from now on
         self._refresh_waiting(pod.gang)
 
     def reserve(self, pod: PodInfo, node: int) -> None:

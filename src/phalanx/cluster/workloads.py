@@ -52,6 +52,7 @@ class PodInfo:
     backoff_until: float = 0.0  # per-pod backoff (pod-at-a-time baselines)
     failures: int = 0
     blocked_at: int = -1  # ``ClusterState.freed`` when it last found no node (-1: not blocked)
+    evicted_for: tuple[str, str] | None = None  # (reason, gang) of a committed eviction
 
     @property
     def key(self) -> str:

@@ -34,16 +34,21 @@ def comparison_json(
 ) -> dict[str, Any]:
     """``{"workload", "seed", "policies": {NAME: {metric: value}}}`` (seconds, percent); each
     policy also carries ``gangs_in_one_domain`` and ``mean_domains_per_gang`` per topology
-    level (empty without a topology), and its run's ``eta_error``, ``max_wait_by_size`` and
-    deadline counts."""
+    level (empty without a topology), its run's ``eta_error``, ``max_wait_by_size`` and
+    deadline counts, and ``queues``: the run's per-queue shares and waits."""
     policies: dict[str, dict[str, Any]] = {}
     for name, metrics in metrics_of(results).items():
         run = results[name]
+        queues = {
+            queue: {key: value for key, value in figures.items() if key != "share"}
+            for queue, figures in dict(run.get("queues", {})).items()
+        }
         policies[name] = {
             **metrics,
             "gangs_in_one_domain": run.get("gangs_in_one_domain", {}),
             "mean_domains_per_gang": run.get("mean_domains_per_gang", {}),
             **{key: run.get(key) for key in WAIT_KEYS},
+            "queues": queues,
         }
     return {"workload": workload, "seed": seed, "policies": policies}
 

@@ -29,6 +29,15 @@ figure with nothing to measure is ``None`` (``null`` in JSON).
 ``deadlocked``, ``timed_out``, ``completed``
     Gangs deadlocked at the end, gangs that exceeded ``scheduleTimeoutSeconds``, gangs completed.
 
+``preemptions``, ``reclaims``, ``lost_gpu_hours``, ``lost_per_preemption``
+    Gangs whose work was stopped by an eviction (of which by reclaim), GPU-hours of work lost
+    with them, and lost GPU-hours per preemption (null without preemptions).
+``high_queue_p99``
+    99th percentile of the queueing delay of gangs with priority above 0.
+``share_error_max``
+    The largest ``share_error`` of any queue (percentage points of the cluster's GPUs,
+    time-averaged while the queue had demand; see the run's ``queues``).
+
 Percentiles use numpy's ``percentile(..., method="linear")``; an empty set gives ``None``.
 """
 
@@ -61,6 +70,12 @@ METRICS: tuple[str, ...] = (
     "completed",
     "frag_ratio",
     "attempts",
+    "preemptions",
+    "reclaims",
+    "lost_gpu_hours",
+    "lost_per_preemption",
+    "high_queue_p99",
+    "share_error_max",
 )
 
 COLUMNS: tuple[Column, ...] = (
@@ -106,6 +121,20 @@ COLUMNS: tuple[Column, ...] = (
         "time-weighted FGD fragmentation: idle GPU the workload's own pod shapes cannot use",
     ),
     Column("attempts", "ATTEMPTS", "count", None, "placement attempts of gangs or pods"),
+    Column("preemptions", "PREEMPT", "count", None, "gangs stopped by preemption or reclaim"),
+    Column("reclaims", "RECLAIM", "count", None, "of which stopped by reclaim across queues"),
+    Column("lost_gpu_hours", "LOST GPU-H", "gpu_hours", "lower", "work lost to evictions"),
+    Column(
+        "lost_per_preemption", "LOST/PREEMPT", "gpu_hours", "lower", "lost GPU-hours per preemption"
+    ),
+    Column("high_queue_p99", "HIGH P99", "time", "lower", "p99 wait of gangs with priority > 0"),
+    Column(
+        "share_error_max",
+        "SHARE ERR",
+        "percent",
+        "lower",
+        "largest queue |used − deserved| GPU share, time-averaged while it had demand",
+    ),
 )
 
 
@@ -170,4 +199,28 @@ def summarize(result: Mapping[str, Any]) -> dict[str, Value]:
         "completed": int(result.get("completed", 0)),
         "frag_ratio": time_average(result.get("fragmentation", []), end),
         "attempts": int(result.get("scheduling_attempts", 0)),
+        **_queue_metrics(result, gangs),
+    }
+
+
+def _queue_metrics(result: Mapping[str, Any], gangs: list[Mapping[str, Any]]) -> dict[str, Value]:
+    preemptions = int(result.get("preemptions", 0))
+    lost = float(result.get("lost_gpu_hours", 0.0))
+    high = [
+        float(g["queue_delay"])
+        for g in gangs
+        if g.get("queue_delay") is not None and int(g.get("priority", 0)) > 0
+    ]
+    errors = [
+        float(q["share_error"])
+        for q in dict(result.get("queues", {})).values()
+        if q.get("share_error") is not None
+    ]
+    return {
+        "preemptions": preemptions,
+        "reclaims": int(result.get("reclaims", 0)),
+        "lost_gpu_hours": lost,
+        "lost_per_preemption": lost / preemptions if preemptions else None,
+        "high_queue_p99": percentile(high, 99),
+        "share_error_max": max(errors) if errors else None,
     }

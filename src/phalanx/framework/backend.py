@@ -12,6 +12,8 @@ unreserved     ``unreserve`` (pod pending, node freed)    ``release``
 reservations   ``reserve`` (held, not bound)              ``reserve``
 binds          ``assume`` (holds its node at once)        ``bind`` (once per gang, in order)
 evictions      ``evict`` (releasing, still holds)         ``evict``
+disruptions    the pod's ``evicted_for`` (reason, by)     (read by ``evict``)
+holds          ``queues.holds`` (room kept for a gang)    —
 placed         condition Scheduled, backoff cleared       —
 domains        named in the placed gang's condition       —
 waiting        the gang's condition                       ``write_status``
@@ -89,7 +91,10 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         for pod, node in binds:
             state.assume(pod, node, now)
         backend.bind(gang, binds)
+    for hold in result.holds:
+        state.queues.holds[hold.gang] = hold
     for pod in result.evictions:
+        pod.evicted_for = result.disruptions.get(pod.key)
         state.evict(pod)
         backend.evict(pod, pod.gang)
     for gang in result.placed:

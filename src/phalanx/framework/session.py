@@ -21,6 +21,7 @@ import numpy as np
 
 from phalanx.cluster.hints import Hint
 from phalanx.cluster.labels import Mask
+from phalanx.cluster.queues import Hold
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
 from phalanx.framework.plugin import Gate, Hooks, Placements, PodChoice, Scores
@@ -59,6 +60,9 @@ class CycleResult:
     #: gang ident → (expected start or None when unknown, why): every waiting gang, when a
     #: reservation action runs
     expected: dict[str, tuple[float | None, str]] = field(default_factory=dict)
+    #: evicted pod key → (reason: preempt | reclaim | shrink, the gang it was evicted for)
+    disruptions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    holds: list[Hold] = field(default_factory=list)  # room held for preemptors
     attempts: int = 0
     freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
     #: blocked gang ident → its failure class (None: any release wakes it) and order key

@@ -81,23 +81,10 @@ KINDS: dict[tuple[str, str], Kind] = {
     ("kubeflow.org/v2beta1", "MPIJob"): Kind(True, partial(kubeflow_job_from_dict, "MPIJob")),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Kind(True, jobset_from_dict),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): Kind(True, lws_from_dict),
-    ("scheduling.volcano.sh/v1beta1", "Queue"): Kind(False, _plain(queues.volcano_queue_from_dict)),
-    ("scheduling.run.ai/v2", "Queue"): Kind(False, _plain(queues.kai_queue_from_dict)),
     **{
-        (v, kind): Kind(kind == "LocalQueue", _plain(convert))
-        for v in queues.KUEUE_VERSIONS
-        for kind, convert in (
-            ("ResourceFlavor", queues.resource_flavor_from_dict),
-            ("ClusterQueue", queues.cluster_queue_from_dict),
-            ("LocalQueue", queues.local_queue_from_dict),
-        )
+        key: Kind(namespaced, _plain(read))
+        for key, (namespaced, read) in queues.QUEUE_KINDS.items()
     },
-    ("scheduling.x-k8s.io/v1alpha1", "ElasticQuota"): Kind(
-        True, _plain(queues.elastic_quota_from_dict)
-    ),
-    ("scheduling.sigs.k8s.io/v1alpha1", "ElasticQuota"): Kind(
-        True, _plain(queues.elastic_quota_from_dict)
-    ),
     **{
         (v, "Topology"): Kind(False, _plain(topology_from_dict))
         for v in (*KUEUE_TOPOLOGY_VERSIONS, *KAI_TOPOLOGY_VERSIONS)

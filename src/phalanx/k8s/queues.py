@@ -1,31 +1,50 @@
-"""Queue objects: accepted, validated and recorded; their quotas are not enforced yet.
+"""Queue objects of every peer → :class:`~phalanx.api.queues.QueueSpec` (one model).
 
-- Volcano ``scheduling.volcano.sh/v1beta1 Queue`` (cluster-scoped): ``spec.weight`` (≥ 1),
-  ``spec.capability``, ``spec.deserved``, ``spec.guarantee.resource`` (resource lists),
-  ``spec.reclaimable``, ``spec.parent``.
-- KAI ``scheduling.run.ai/v2 Queue`` (cluster-scoped): ``spec.parentQueue``,
-  ``spec.resources.{gpu,cpu,memory}.{quota,limit,overQuotaWeight}`` (numbers; -1 = unlimited).
-- Kueue ``kueue.x-k8s.io`` (``v1beta1``, ``v1beta2``): ``ResourceFlavor`` (cluster-scoped,
-  ``spec.nodeLabels``), ``ClusterQueue`` (cluster-scoped, ``spec.cohort``,
-  ``spec.resourceGroups[].flavors[].resources[].{name,nominalQuota,borrowingLimit,
-  lendingLimit}``), ``LocalQueue`` (``spec.clusterQueue``, required).
-- scheduler-plugins ``ElasticQuota`` (``scheduling.x-k8s.io`` / ``scheduling.sigs.k8s.io``
-  ``v1alpha1``): ``spec.min``, ``spec.max``.
+Design: one public reader per kind, each naming its object in every error. The mapping
+(docs/manifests.md, "Queues"):
 
-Everything else in these objects (``namespaceSelector``, ``preemption``, fair-sharing knobs,
-``admissionChecks``) is ignored.
+- Volcano ``Queue`` (``scheduling.volcano.sh/v1beta1``, cluster-scoped): ``weight`` (default
+  1), ``capability``, ``deserved``, ``guarantee.resource``, ``parent`` (``root`` = top level),
+  ``reclaimable`` (default true), ``priority``; ``status.state`` other than ``Open`` (or
+  absent) closes it.
+- KAI ``Queue`` (``scheduling.run.ai/v2``, cluster-scoped): ``resources.{cpu,memory,gpu}``
+  each with ``quota`` → deserved, ``limit`` → capability, ``overQuotaWeight`` → weight (the
+  GPU's, else the first given); ``-1`` means unlimited/none. Units as KAI's: cpu in
+  millicores, memory in megabytes (10^6 bytes), gpu in GPUs (fractions allowed). ``parentQueue``
+  and ``priority`` carry over. KAI queues are not reclaimable below their quota only; over
+  quota is reclaimable (as here).
+- Kueue ``ClusterQueue`` (``kueue.x-k8s.io/v1beta1`` or ``v1beta2``): every flavor's
+  ``nominalQuota`` summed per resource → deserved; ``nominalQuota + borrowingLimit`` →
+  capability (no borrowingLimit: unlimited within its cohort); ``nominalQuota −
+  lendingLimit`` → guarantee; ``cohort`` (or ``cohortName``) → parent;
+  ``fairSharing.weight`` → weight (a quantity; rounded, at least 1). Flavors are not
+  modelled (a resource's quota is the sum over flavors). A ``Cohort``
+  (``kueue.x-k8s.io/v1alpha1``) becomes a parent queue (its ``parentName``/``parent`` and
+  quotas likewise); a cohort only named by ClusterQueues is an implicit unlimited parent.
+  ``LocalQueue`` → a :class:`QueueBindingSpec` from ``namespace/name`` to its ClusterQueue.
+- scheduler-plugins ``ElasticQuota`` (``scheduling.x-k8s.io`` or ``scheduling.sigs.k8s.io``
+  ``/v1alpha1``, namespaced): a queue named ``NAMESPACE`` with ``min`` → deserved and guarantee
+  (ElasticQuota never reclaims below min), ``max`` → capability, and a binding of the whole
+  namespace to it (``namespaces``).
+- Kueue ``ResourceFlavor``: accepted and validated (``spec.nodeLabels``); flavors are not
+  modelled.
+- ``policy/v1 PodDisruptionBudget`` → :class:`BudgetSpec`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from phalanx.api.specs import QueueSpec, Resources
+from phalanx.api.quantity import to_units
+from phalanx.api.queues import BudgetSpec, QueueBindingSpec, QueueSpec
+from phalanx.api.specs import Requirement, ResourceFlavorSpec, Resources
+from phalanx.api.workload import Spec
 from phalanx.k8s.fields import (
     Obj,
-    as_list,
     as_mapping,
+    as_str,
+    check_int,
     child,
     describe,
     fail,
@@ -36,105 +55,257 @@ from phalanx.k8s.fields import (
     get_resources,
     get_str,
     get_string_map,
-    quantity,
+    require_str,
 )
 from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
+from phalanx.k8s.placement import _requirement
 
+VOLCANO = "scheduling.volcano.sh"
+KAI = "scheduling.run.ai"
+KUEUE = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
-
-
-def _queue(obj: Mapping[str, Any], kind: str, namespaced: bool) -> tuple[Obj, str, str, Obj]:
-    queue = root(obj)
-    name = name_of(queue)
-    namespace = namespace_of(queue) if namespaced else ""
-    return queue, name, namespace, get_mapping(queue, "spec", "")
+ELASTIC = "scheduling.x-k8s.io"
+#: KAI resource names → Kubernetes resource names, and the unit of one KAI number in ours.
+_KAI_RESOURCES = {"cpu": ("cpu", 1), "memory": ("memory", 1_000_000), "gpu": ("nvidia.com/gpu", 0)}
 
 
 def volcano_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
     with describing(object_label(obj, "Queue", namespaced=False)):
-        _, name, _, spec = _queue(obj, "Queue", False)
-        get_int(spec, "weight", "spec", minimum=1)
-        get_bool(spec, "reclaimable", "spec", default=True)
-        capability = get_resources(spec, "capability", "spec")
-        get_resources(spec, "deserved", "spec")
-        get_resources(get_mapping(spec, "guarantee", "spec"), "resource", "spec.guarantee")
-        parent = get_str(spec, "parent", "spec")
-        return QueueSpec("Queue.scheduling.volcano.sh", "", name, parent, capability)
-
-
-def _number(value: object, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        fail(path, f"must be a number, not {describe(value)}")
-    if value < -1:
-        fail(path, f"must be -1 (unlimited) or more, not {value}")
+        queue = root(obj)
+        spec = get_mapping(queue, "spec", "")
+        status = get_mapping(queue, "status", "")
+        parent = get_str(spec, "parent", "spec") or None
+        state = get_str(status, "state", "status") or "Open"
+        guarantee = get_mapping(spec, "guarantee", "spec")
+        return QueueSpec(
+            name=name_of(queue),
+            parent=None if parent == "root" else parent,
+            deserved=get_resources(spec, "deserved", "spec"),
+            guarantee=get_resources(guarantee, "resource", "spec.guarantee"),
+            capability=get_resources(spec, "capability", "spec"),
+            weight=_weight(spec, "weight", "spec"),
+            priority=get_int(spec, "priority", "spec") or 0,
+            reclaimable=get_bool(spec, "reclaimable", "spec", default=True),
+            open=state == "Open",
+            api=VOLCANO,
+        )
 
 
 def kai_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
     with describing(object_label(obj, "Queue", namespaced=False)):
-        _, name, _, spec = _queue(obj, "Queue", False)
+        queue = root(obj)
+        spec = get_mapping(queue, "spec", "")
         resources = get_mapping(spec, "resources", "spec")
-        for resource, raw in resources.items():
-            path = child("spec.resources", resource)
-            for key, value in as_mapping(raw, path).items():
-                if value is not None:
-                    _number(value, child(path, key))
-        parent = get_str(spec, "parentQueue", "spec")
-        return QueueSpec("Queue.scheduling.run.ai", "", name, parent)
+        deserved: Resources = {}
+        capability: Resources = {}
+        weights: list[int] = []
+        for kai_name, raw in resources.items():
+            path = child("spec.resources", kai_name)
+            if kai_name not in _KAI_RESOURCES:
+                fail(path, f"unknown KAI resource {kai_name!r} (one of cpu, memory, gpu)")
+            name, unit = _KAI_RESOURCES[kai_name]
+            entry = as_mapping(raw, path)
+            quota = _kai_amount(entry.get("quota"), name, unit, child(path, "quota"))
+            limit = _kai_amount(entry.get("limit"), name, unit, child(path, "limit"))
+            if quota is not None:
+                deserved[name] = quota
+            if limit is not None:
+                capability[name] = limit
+            if entry.get("overQuotaWeight") is not None:
+                weight = _number(entry["overQuotaWeight"], child(path, "overQuotaWeight"))
+                weights.insert(0 if kai_name == "gpu" else len(weights), max(0, round(weight)))
+        return QueueSpec(
+            name=name_of(queue),
+            parent=get_str(spec, "parentQueue", "spec") or None,
+            deserved=deserved,
+            capability=capability,
+            weight=weights[0] if weights else 1,
+            priority=get_int(spec, "priority", "spec") or 0,
+            api=KAI,
+        )
 
 
-def resource_flavor_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
-    with describing(object_label(obj, "ResourceFlavor", namespaced=False)):
-        _, name, _, spec = _queue(obj, "ResourceFlavor", False)
-        get_string_map(spec, "nodeLabels", "spec")
-        return QueueSpec("ResourceFlavor", "", name)
-
-
-def cluster_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
-    with describing(object_label(obj, "ClusterQueue", namespaced=False)):
-        _, name, _, spec = _queue(obj, "ClusterQueue", False)
+def kueue_cluster_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
+    """A ClusterQueue, or (kind ``Cohort``) a cohort, read alike."""
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    label = kind if isinstance(kind, str) and kind else "ClusterQueue"
+    with describing(object_label(obj, label, namespaced=False)):
+        queue = root(obj)
+        spec = get_mapping(queue, "spec", "")
+        parent = (
+            get_str(spec, "cohort", "spec")
+            or get_str(spec, "cohortName", "spec")
+            or get_str(spec, "parent", "spec")
+            or get_str(spec, "parentName", "spec")
+        )
         nominal: Resources = {}
-        groups_path = "spec.resourceGroups"
-        for i, raw in enumerate(get_list(spec, "resourceGroups", "spec")):
-            group_path = child(groups_path, i)
-            group = as_mapping(raw, group_path)
-            for j, flavor_raw in enumerate(get_list(group, "flavors", group_path)):
-                flavor_path = child(child(group_path, "flavors"), j)
-                flavor = as_mapping(flavor_raw, flavor_path)
-                for k, res_raw in enumerate(as_list(flavor.get("resources"), flavor_path)):
-                    res_path = child(child(flavor_path, "resources"), k)
-                    _kueue_resource(as_mapping(res_raw, res_path), res_path, nominal)
-        cohort = get_str(spec, "cohort", "spec")
-        return QueueSpec("ClusterQueue", "", name, cohort, nominal)
+        borrow: Resources = {}
+        lend: Resources = {}
+        unlimited: set[str] = set()
+        for i, group in enumerate(get_list(spec, "resourceGroups", "spec")):
+            gpath = child("spec.resourceGroups", i)
+            for j, flavor in enumerate(get_list(as_mapping(group, gpath), "flavors", gpath)):
+                fpath = child(child(gpath, "flavors"), j)
+                for k, res in enumerate(get_list(as_mapping(flavor, fpath), "resources", fpath)):
+                    rpath = child(child(fpath, "resources"), k)
+                    entry = as_mapping(res, rpath)
+                    name = require_str(entry, "name", rpath)
+                    if entry.get("nominalQuota") is None:
+                        fail(child(rpath, "nominalQuota"), "is required")
+                    nominal[name] = nominal.get(name, 0) + _quantity(
+                        name, entry["nominalQuota"], child(rpath, "nominalQuota")
+                    )
+                    if entry.get("borrowingLimit") is None:
+                        unlimited.add(name)
+                    else:
+                        borrow[name] = borrow.get(name, 0) + _quantity(
+                            name, entry["borrowingLimit"], child(rpath, "borrowingLimit")
+                        )
+                    if entry.get("lendingLimit") is not None:
+                        lend[name] = lend.get(name, 0) + _quantity(
+                            name, entry["lendingLimit"], child(rpath, "lendingLimit")
+                        )
+        fair = get_mapping(spec, "fairSharing", "spec")
+        weight = 1
+        if fair.get("weight") is not None:
+            weight = max(1, round(to_units("cpu", str(fair["weight"])) / 1000))
+        capability = {
+            name: amount + borrow.get(name, 0)
+            for name, amount in nominal.items()
+            if name not in unlimited or not parent
+        }
+        return QueueSpec(
+            name=name_of(queue),
+            parent=parent or None,
+            deserved=nominal,
+            guarantee={
+                name: nominal[name] - lent for name, lent in lend.items() if name in nominal
+            },
+            capability=capability,
+            weight=weight,
+            api=KUEUE,
+        )
 
 
-def _kueue_resource(res: Obj, path: str, nominal: Resources) -> None:
-    resource = get_str(res, "name", path)
-    if not resource:
-        fail(child(path, "name"), "is required")
-    if res.get("nominalQuota") is None:
-        fail(child(path, "nominalQuota"), "is required")
-    amount = quantity(resource, res["nominalQuota"], child(path, "nominalQuota"))
-    nominal[resource] = nominal.get(resource, 0) + amount
-    for key in ("borrowingLimit", "lendingLimit"):
-        if res.get(key) is not None:
-            quantity(resource, res[key], child(path, key))
+def resource_flavor_from_dict(obj: Mapping[str, Any]) -> ResourceFlavorSpec:
+    """A Kueue ResourceFlavor: accepted and validated; flavors are not modelled."""
+    with describing(object_label(obj, "ResourceFlavor", namespaced=False)):
+        flavor = root(obj)
+        spec = get_mapping(flavor, "spec", "")
+        return ResourceFlavorSpec(name_of(flavor), get_string_map(spec, "nodeLabels", "spec"))
 
 
-def local_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
+def local_queue_from_dict(obj: Mapping[str, Any]) -> QueueBindingSpec:
     with describing(object_label(obj, "LocalQueue", namespaced=True)):
-        _, name, namespace, spec = _queue(obj, "LocalQueue", True)
-        cluster_queue = get_str(spec, "clusterQueue", "spec")
-        if not cluster_queue:
-            fail("spec.clusterQueue", "is required")
-        return QueueSpec("LocalQueue", namespace, name, cluster_queue)
+        queue = root(obj)
+        spec = get_mapping(queue, "spec", "")
+        return QueueBindingSpec(
+            namespace=namespace_of(queue),
+            name=name_of(queue),
+            queue=require_str(spec, "clusterQueue", "spec"),
+        )
 
 
 def elastic_quota_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
     with describing(object_label(obj, "ElasticQuota", namespaced=True)):
-        _, name, namespace, spec = _queue(obj, "ElasticQuota", True)
+        quota = root(obj)
+        name_of(quota)
+        namespace = namespace_of(quota)
+        spec = get_mapping(quota, "spec", "")
         minimum = get_resources(spec, "min", "spec")
         maximum = get_resources(spec, "max", "spec")
         for resource, amount in minimum.items():
             if resource in maximum and amount > maximum[resource]:
                 fail(child("spec.min", resource), "must not exceed spec.max")
-        return QueueSpec("ElasticQuota", namespace, name, "", maximum)
+        return QueueSpec(
+            name=namespace,
+            deserved=minimum,
+            guarantee=dict(minimum),
+            capability=maximum,
+            api=ELASTIC,
+            namespaces=(namespace,),
+        )
+
+
+def budget_from_dict(obj: Mapping[str, Any]) -> BudgetSpec:
+    with describing(object_label(obj, "PodDisruptionBudget", namespaced=True)):
+        pdb = root(obj)
+        spec = get_mapping(pdb, "spec", "")
+        selector = get_mapping(spec, "selector", "spec")
+        labels_path = "spec.selector.matchLabels"
+        labels = as_mapping(selector.get("matchLabels"), labels_path)
+        exprs: list[Requirement] = [
+            _requirement(raw, child("spec.selector.matchExpressions", i))
+            for i, raw in enumerate(get_list(selector, "matchExpressions", "spec.selector"))
+        ]
+        minimum = _int_or_percent(spec.get("minAvailable"), "spec.minAvailable")
+        maximum = _int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable")
+        if minimum is not None and maximum is not None:
+            fail("spec", "minAvailable and maxUnavailable are mutually exclusive")
+        return BudgetSpec(
+            namespace=namespace_of(pdb),
+            name=name_of(pdb),
+            match_labels=tuple(
+                sorted((k, as_str(v, child(labels_path, k))) for k, v in labels.items())
+            ),
+            match_expressions=tuple(exprs),
+            min_available=minimum,
+            max_unavailable=maximum if minimum is not None or maximum is not None else None,
+        )
+
+
+def _weight(spec: Obj, key: str, path: str) -> int:
+    value = get_int(spec, key, path, minimum=1)
+    return 1 if value is None else value
+
+
+def _quantity(name: str, value: object, path: str) -> int:
+    try:
+        return to_units(name, value)
+    except ValueError as exc:
+        fail(path, str(exc))
+
+
+def _number(value: object, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        fail(path, f"must be a number, not {describe(value)}")
+    return float(value)
+
+
+def _kai_amount(value: object, name: str, unit: int, path: str) -> int | None:
+    """A KAI quota/limit in our units; ``None`` for absent or ``-1`` (unlimited / none)."""
+    if value is None:
+        return None
+    number = _number(value, path)
+    if number == -1:
+        return None
+    if number < 0:
+        fail(path, f"must be -1 (unlimited) or at least 0, not {value!r}")
+    if unit == 0:  # GPUs: milli-GPU
+        return round(number * 1000)
+    return round(number * unit)
+
+
+def _int_or_percent(value: object, path: str) -> int | str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.endswith("%") or not text[:-1].isdigit():
+            fail(path, f"must be an integer or a percentage such as '50%', not {value!r}")
+        return text
+    return check_int(value, path, minimum=0)
+
+
+#: (apiVersion, kind) → (namespaced, reader), for the loader's table of kinds.
+QUEUE_KINDS: dict[tuple[str, str], tuple[bool, Callable[[Mapping[str, Any]], Spec]]] = {
+    ("scheduling.volcano.sh/v1beta1", "Queue"): (False, volcano_queue_from_dict),
+    ("scheduling.run.ai/v2", "Queue"): (False, kai_queue_from_dict),
+    **{(v, "ClusterQueue"): (False, kueue_cluster_queue_from_dict) for v in KUEUE_VERSIONS},
+    **{(v, "ResourceFlavor"): (False, resource_flavor_from_dict) for v in KUEUE_VERSIONS},
+    **{(v, "LocalQueue"): (True, local_queue_from_dict) for v in KUEUE_VERSIONS},
+    ("kueue.x-k8s.io/v1alpha1", "Cohort"): (False, kueue_cluster_queue_from_dict),
+    ("scheduling.x-k8s.io/v1alpha1", "ElasticQuota"): (True, elastic_quota_from_dict),
+    ("scheduling.sigs.k8s.io/v1alpha1", "ElasticQuota"): (True, elastic_quota_from_dict),
+    ("policy/v1", "PodDisruptionBudget"): (True, budget_from_dict),
+}

@@ -228,6 +228,8 @@ class ClusterCache(GangEvents):
             self._topologies[("HyperNode", key_of(obj))] = obj
         self._retopologise()
         self._queues = None if volcano_queues is None else {key_of(q): q for q in volcano_queues}
+        for queue in (self._queues or {}).values():
+            self._queue_book("ADDED", queue)
         for resource in GROUP_ORDER:
             for obj in groups.get(resource, ()):
                 self._podgroup(resource, "ADDED", obj, now)

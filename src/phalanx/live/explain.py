@@ -60,6 +60,10 @@ class GangReport:
     message: str
     #: node → pod names the engine would bind now (empty when it does not fit).
     placement: dict[str, list[str]] = field(default_factory=dict)
+    #: gangs the engine would evict to place this one: "ns/name (preempt|reclaim|shrink)"
+    preempts: list[str] = field(default_factory=list)
+    #: the nodes it would then use (its room is held for it while the victims go)
+    preempt_nodes: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -151,6 +155,12 @@ async def explain(
         where = placements.setdefault(pod.gang.ident, {})
         where.setdefault(node_names[node], []).append(pod.spec.name)
 
+    victims: dict[str, set[str]] = {}
+    for pod in result.evictions:
+        reason, by = result.disruptions.get(pod.key, ("preempt", ""))
+        victims.setdefault(by, set()).add(f"{pod.gang.key} ({reason})")
+    held = {h.gang: sorted(node_names[row] for row in h.rows) for h in result.holds}
+
     reports: list[GangReport] = []
     for gang, pending, bound in candidates:
         spec = gang.spec
@@ -178,6 +188,8 @@ async def explain(
                 reason=reason,
                 message=message,
                 placement={n: sorted(ps) for n, ps in sorted(placement.items())},
+                preempts=sorted(victims.get(gang.ident, ())),
+                preempt_nodes=held.get(gang.ident, []),
             )
         )
     for key, orphans in state.orphans.items():
@@ -230,6 +242,11 @@ def render(reports: list[GangReport]) -> str:
             lines.append("  best placement now:")
             for node, pods in r.placement.items():
                 lines.append(f"    {node} <- {', '.join(pods)}")
+        elif r.preempts:
+            lines.append(
+                f"  would preempt: {', '.join(r.preempts)}; then placed on "
+                f"{', '.join(r.preempt_nodes)}"
+            )
         else:
             lines.append("  best placement now: none (see status)")
     return "\n".join(lines) + "\n"

@@ -28,6 +28,7 @@ from phalanx.k8s import (
     workload_ref,
 )
 from phalanx.k8s.objects import VOLCANO_GROUP
+from phalanx.k8s.queues import volcano_queue_from_dict
 from phalanx.live.convert import (
     Conversions,
     Obj,
@@ -131,7 +132,23 @@ class GangEvents:
             self._queues.pop(key_of(obj), None)
         else:
             self._queues[key_of(obj)] = obj
+        self._queue_book(kind, obj)
         self._rehold()
+
+    def _queue_book(self, kind: str, obj: Obj) -> None:
+        """The Volcano Queue into the state's queue book (weights, capability, guarantee...);
+        a malformed one is rejected with a warning, and its gangs see it as undeclared."""
+        name = key_of(obj)
+        if kind == DELETED:
+            self.state.queues.remove_queue(name)
+            return
+        try:  # not memoised: its state lives in its status, which memo keys may not see
+            spec = volcano_queue_from_dict(obj)
+        except InputError as exc:
+            self.rejections.reject("Queue", obj, exc)
+            self.state.queues.remove_queue(name)
+            return
+        self.state.queues.add_queue(spec)
 
     def _workload(self, kind: str, obj: Obj, now: float) -> None:
         key = key_of(obj)

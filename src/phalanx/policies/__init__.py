@@ -3,10 +3,11 @@
 Policies are a literal table over the names of :mod:`phalanx.policies.registry`; each
 policy documents the source semantics it follows and lists its actions in order.
 
-- ``phalanx``: the engine's own policy — gang units placed all-or-nothing through a
-  Statement, priority then FIFO order, kube-scheduler's filters, binpack scoring,
-  ``scheduleTimeoutSeconds`` with backoff, best-fit network domains. Nothing is ever held
-  partially.
+- ``phalanx``: the engine's own policy — fair-share queues (:mod:`phalanx.plugins.queues`),
+  gang-aware ``preempt`` and ``reclaim`` (:mod:`phalanx.actions.preempt`), gang units placed
+  all-or-nothing through a Statement, priority then FIFO order, kube-scheduler's filters,
+  binpack scoring, ``scheduleTimeoutSeconds`` with backoff, best-fit network domains. Nothing
+  is ever held partially.
 - ``phalanx-reserve``: ``phalanx`` where big gangs do not starve: the ``reserve`` action gives
   reservations (see :mod:`phalanx.actions.reserve`) and ``allocate`` backfills only what
   delays none of them. Not yet the default: on a saturated queue its cost grows with the
@@ -15,11 +16,16 @@ policy documents the source semantics it follows and lists its actions in order.
 - ``volcano``: Volcano's default gang scheduling — the same Statement commit/discard, job
   order priority → gang (not-ready first) → DRF (smaller dominant share first), binpack; no
   reservation and no time-based backfill, so big gangs can starve; no gang timeout (Volcano
-  PodGroups have none). The ``enqueue`` admission step is not modelled (every PodGroup is
+  PodGroups have none). Queues as Volcano's ``proportion`` plugin (weights, capability), and
+  Volcano's ``preempt``/``reclaim`` with its gang plugin's rule (a job is never taken below
+  ``minAvailable``). The ``enqueue`` admission step is not modelled (every PodGroup is
   Inqueue), as with Volcano PodGroups that set no ``minResources``.
 - ``fifo-reserve``: the strict baseline Slurm users know without backfill — gangs in priority
   then FIFO order, the first that cannot start gets a reservation (the earliest time it fits
   on the running gangs' estimated ends) and nothing behind it starts before it does.
+- ``kueue``: a quota-only admission baseline in the manner of Kueue — a pod is admitted while
+  its queue stays within ``capability`` (nominal quota plus borrowing limit), then placed on
+  its own as ``kube-default`` does; no fair-share order and no preemption.
 - ``coscheduling``: the scheduler-plugins Coscheduling plugin inside kube-scheduler — pods
   one at a time, assumed at Permit while holding resources until the group reaches
   ``minMember`` or times out (see :mod:`phalanx.actions.coscheduling`); default scoring
@@ -140,10 +146,11 @@ POLICIES: dict[str, Policy] = {
     ),
     "volcano": Policy(
         "volcano",
-        "gang Statement, priority → gang → DRF order, binpack; no reservation or backfill",
-        ("priority", "gang", "drf"),
+        "gang Statement, proportion → priority → gang → DRF order, binpack; gang-preempt and "
+        "reclaim; no reservation or backfill",
+        ("queues", "priority", "gang", "drf"),
         "binpack",
-        ("allocate",),
+        ("allocate", "volcano-preempt", "volcano-reclaim"),
         SessionConfig(gang_units=True, timeouts=False),
     ),
     "fifo-reserve": Policy(
@@ -157,10 +164,11 @@ POLICIES: dict[str, Policy] = {
     ),
     "phalanx": Policy(
         "phalanx",
-        "gang all-or-nothing, priority then FIFO, binpack, timeouts with backoff, topology",
-        ("priority", "gang"),
+        "gang all-or-nothing, fair-share queues, priority then FIFO, binpack, timeouts with "
+        "backoff, topology; gang-aware preempt and reclaim",
+        ("queues", "priority", "gang"),
         "binpack",
-        ("allocate",),
+        ("allocate", "preempt", "reclaim"),
         SessionConfig(gang_units=True),
         placement="topology",
     ),
@@ -181,6 +189,14 @@ POLICIES: dict[str, Policy] = {
         ("allocate",),
         SessionConfig(gang_units=True),
         placement="topology-greedy",
+    ),
+    "kueue": Policy(
+        "kueue",
+        "quota-only admission (within queue capability), then pod at a time like kube-default",
+        ("quota", "priority"),
+        "spread",
+        ("allocate",),
+        SessionConfig(gang_units=False),
     ),
 }
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from phalanx.actions.allocate import Allocate
 from phalanx.actions.book import Settings
 from phalanx.actions.coscheduling import Coscheduling
+from phalanx.actions.preempt import Preempt, Reclaim, VolcanoPreempt, VolcanoReclaim
 from phalanx.actions.reserve import Reserve
 from phalanx.api.durations import parse_duration
 from phalanx.api.errors import InputError
@@ -39,6 +40,7 @@ from phalanx.plugins.gpuclustering import GpuClustering
 from phalanx.plugins.gpupacking import GpuPacking
 from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.priority import Priority
+from phalanx.plugins.queues import Queues, Quota
 from phalanx.plugins.randomscore import RandomScore
 from phalanx.plugins.topology import GreedyTopologyPlacement, TopologyPlacement
 
@@ -48,6 +50,8 @@ ORDERINGS: dict[str, Callable[[], object]] = {
     "priority": Priority,
     "gang": Gang,
     "drf": Drf,
+    "queues": Queues,
+    "quota": Quota,
 }
 
 SCORINGS: dict[str, ScoringFactory] = {
@@ -79,6 +83,10 @@ ACTIONS: dict[str, Callable[[], Action]] = {
     "reserve-easy": lambda: Reserve(Settings("easy")),
     "reserve-conservative": lambda: Reserve(Settings("conservative")),
     "reserve-strict": lambda: Reserve(Settings("strict")),
+    "preempt": Preempt,
+    "reclaim": Reclaim,
+    "volcano-preempt": VolcanoPreempt,
+    "volcano-reclaim": VolcanoReclaim,
 }
 
 

@@ -22,6 +22,7 @@ from phalanx.report.format import (
     run_notes,
 )
 from phalanx.report.plots import Series, Style, cdf_chart, gantt_chart, step_chart, styles
+from phalanx.report.shares import queue_share_figures
 from phalanx.report.svg import esc, percent_axis, value_axis
 from phalanx.report.waits import wait_by_size_chart
 
@@ -206,6 +207,11 @@ def render_report(
         _figure("JCT CDF", "curves end below 100% when gangs did not complete", cdf),
         _figure("Wait by gang size", "longest start − submit per GPU size", waits),
         "</div>",
+        *(
+            ['<h2>Queue shares</h2><div class="plots">', *shares, "</div>"]
+            if (shares := queue_share_figures(results, capacity, horizon_end))
+            else []
+        ),
         "<h2>Gangs</h2>",
         _figure("Gantt chart", gantt_note, gantt),
         "<h2>Definitions</h2>",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from phalanx.cluster.workloads import Condition, GangInfo, PodInfo, PodStatus
+from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
 from phalanx.sim.events import Event, Kind
 
 if TYPE_CHECKING:
@@ -34,25 +34,29 @@ class SimBackend:
         for pod, node in binds:
             if pod.key not in self.reserved:  # a reserved pod is counted already
                 sim.meter.allocate(sim.gpu(pod), started=gang.started is not None)
+                sim.shares.asked(sim, pod, -1)
             self.reserved.discard(pod.key)
             sim.state.confirm(pod.key)
             sim.emit("bind", pod=pod, node=sim.state.table.names[node], path=sim.path(node))
-        if sim.options.startup_delay > 0:
+        if gang.started is not None:  # an elastic gang grows
+            sim.elastic.resize(sim, gang, grew=[pod for pod, _ in binds])
+        elif sim.options.startup_delay > 0:
             sim.queue.push(Event(sim.now + sim.options.startup_delay, Kind.RUNNING, gang))
         else:
             sim.try_start(gang)
 
     def evict(self, pod: PodInfo, gang: GangInfo) -> None:
-        self.sim.emit("evict", pod=pod)
-        self.sim.remove_pod(pod, PodStatus.DELETED)
+        self.sim.disruptions.evicted(self.sim, pod)
 
     def reserve(self, pod: PodInfo, node: int) -> None:
         self.reserved.add(pod.key)
+        self.sim.shares.asked(self.sim, pod, -1)
         self.sim.meter.allocate(self.sim.gpu(pod), started=False)
         self.sim.emit("reserve", pod=pod, node=self.sim.state.table.names[node])
 
     def release(self, pod: PodInfo, node: int) -> None:
         self.reserved.discard(pod.key)
+        self.sim.shares.asked(self.sim, pod, +1)
         self.sim.meter.release(self.sim.gpu(pod), started=False)
         self.sim.emit("unreserve", pod=pod)
 

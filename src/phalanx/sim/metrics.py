@@ -29,13 +29,16 @@ class GangRecord:
     reason: str = ""
     gpus: float = 0.0  # GPUs its members request, in GPUs
     timed_out: bool = False
-    queue: str = ""  # the queue its declaration names ("" for a lone pod naming none)
+    queue: str = ""  # its queue (a LocalQueue resolved to its ClusterQueue; "default")
     default_duration: bool = False  # ran --default-duration, having no duration of its own
     domains: dict[str, int] | None = None  # domains spanned per topology level, once started
     expected_start_first: float | None = None  # the first expected start made while it waited
     expected_last: float | None = None  # the latest one and its reason (not in the JSON)
     expected_why: str = ""
     deadline: float | None = None  # when it must be done (phalanx.dev/deadline)
+    priority: int = 0
+    preempted: int = 0  # times its work was stopped by an eviction
+    lost_gpu_hours: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,9 @@ class GangRecord:
             "domains": self.domains,
             "expected_start_first": self.expected_start_first,
             "deadline": self.deadline,
+            "priority": self.priority,
+            "preempted": self.preempted,
+            "lost_gpu_hours": round(self.lost_gpu_hours, 6),
         }
 
 
@@ -150,6 +156,12 @@ class SimResult:
             mean[level] = round(sum(counts) / len(counts), 4)
         return in_one, mean
 
+    preemptions: int = 0
+    reclaims: int = 0
+    shrinks: int = 0
+    lost_gpu_hours: float = 0.0
+    queues: dict[str, Any] = field(default_factory=dict)
+
     def count(self, state: str) -> int:
         return sum(gang.state == state for gang in self.gangs)
 
@@ -190,6 +202,11 @@ class SimResult:
             "cycles": self.cycles,
             "gangs_in_one_domain": self.domain_summary()[0],
             "mean_domains_per_gang": self.domain_summary()[1],
+            "preemptions": self.preemptions,
+            "reclaims": self.reclaims,
+            "shrinks": self.shrinks,
+            "lost_gpu_hours": round(self.lost_gpu_hours, 6),
+            "queues": self.queues,
         }
 
 

@@ -48,6 +48,7 @@ from phalanx.sim.metrics import (
 from phalanx.sim.prepare import check, resource_index
 from phalanx.sim.quota import QuotaTracker
 from phalanx.sim.schedulers import GATED, nothing_placed, schedulers_for
+from phalanx.sim.tenancy import Disruptions, Elastic, ShareMeter, add_object, remove_object
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -64,6 +65,7 @@ class SimOptions:
     scheduler_name: str | None = None  # place only these pods; kube-default places the rest
     default_duration: float | None = None  # for gangs with none; None: until the end
     estimates: str = "given"  # the error model of runtime estimates (sim/estimates.py)
+    usage_half_life: float | None = None  # queues: decayed past usage counts (seconds)
 
 
 class Simulation:
@@ -80,6 +82,7 @@ class Simulation:
         target = run_target(workload)  # FGD's target workload: the run's own pod shapes
         self.schedulers = schedulers_for(workload, options, target)
         self.scheduler = self.schedulers[-1]  # the policy under test
+        self.state.queues.half_life = options.usage_half_life
         self.state.topology = topology.TopologySource(
             list(workload.of(TopologySpec)), list(workload.of(HyperNodeSpec))
         )
@@ -100,6 +103,10 @@ class Simulation:
         self.estimates = EstimateModel(options.estimates, options.seed)
         self.attempts = 0
         self.backend = SimBackend(self)
+        self.disruptions = Disruptions()
+        self.elastic = Elastic()
+        self.shares = ShareMeter()
+        self.finish_at: dict[str, float] = {}
         for item in workload.items:
             if isinstance(item.spec, (NodeSpec, TopologySpec, HyperNodeSpec)):
                 continue
@@ -129,6 +136,7 @@ class Simulation:
 
     def _advance(self, now: float) -> None:
         self.meter.advance(now)
+        self.shares.advance(now)
         self.now = now
 
     def _handle(self, event: Event) -> bool:
@@ -140,6 +148,8 @@ class Simulation:
             self._delete(event.payload)
         elif event.kind is Kind.FINISH:
             assert isinstance(event.payload, GangInfo)
+            if self.finish_at.get(event.payload.ident) != event.time:
+                return False  # its work was stopped by an eviction meanwhile
             self._finish(event.payload)
         elif event.kind is Kind.RUNNING:
             assert isinstance(event.payload, GangInfo)
@@ -153,6 +163,7 @@ class Simulation:
         self.cycles += 1
         for scheduler in self.schedulers:
             apply(scheduler.cycle(self.state, self.now), self.state, self.backend)
+        self.shares.sample(self)
 
     # -- objects come and go ---------------------------------------------------------------
     def _arrive(self, item: Item) -> None:
@@ -169,6 +180,8 @@ class Simulation:
             self.jobs.add(spec)
         elif isinstance(spec, QuotaSpec):
             self.quota.add(spec)
+        else:
+            add_object(self, spec)
 
     def _add_gang(self, spec: GangSpec) -> None:
         gang = self.state.add_gang(self.estimates.gang(spec), self.now)
@@ -189,6 +202,7 @@ class Simulation:
         if declared is not None and declared.key not in self.state.gangs:
             self._add_gang(declared)  # recorded as it appears; later pods raise its minimums
         pod = self.state.add_pod(self.estimates.pod(spec), self.now)
+        self.shares.asked(self, pod, +1)
         if spec.gang_key is None:
             self._record(pod.gang)
         self.emit("submit", pod=pod)
@@ -243,6 +257,8 @@ class Simulation:
             gang = self.state.gangs.get(spec.key)
             if gang is not None:
                 gang.invalid = "its PodGroup was deleted"
+        else:
+            remove_object(self, spec)
 
     def _remove_owned(self, namespace: str, owners: set[str]) -> None:
         for pod in list(self.state.pods.values()):
@@ -252,6 +268,8 @@ class Simulation:
     def remove_pod(self, pod: PodInfo, status: PodStatus) -> None:
         if pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
             return
+        if pod.status is PodStatus.PENDING:
+            self.shares.asked(self, pod, -1)
         if pod.status in (PodStatus.BOUND, PodStatus.RESERVED):
             started = pod.gang.started is not None and pod.status is PodStatus.BOUND
             self.meter.release(self.gpu(pod), started=started)
@@ -287,7 +305,12 @@ class Simulation:
         self.emit("start", gang=gang)
         duration = self._duration(gang)
         if duration is not None:
-            self.queue.push(Event(self.now + duration, Kind.FINISH, gang))
+            self.elastic.start(self, gang, self.disruptions.remaining(gang, duration))
+
+    def plan_finish(self, gang: GangInfo, at: float) -> None:
+        """``gang``'s work ends at ``at`` (a FINISH planned before no longer counts)."""
+        self.finish_at[gang.ident] = at
+        self.queue.push(Event(at, Kind.FINISH, gang))
 
     def _duration(self, gang: GangInfo) -> float | None:
         if gang.spec is not None and gang.spec.duration is not None:
@@ -331,6 +354,23 @@ class Simulation:
             gang.namespace, gang.name, kind, gang.min_member, submit=self.now, queue=queue
         )
         self._queued(+1)
+
+    def queued(self, delta: int) -> None:
+        self._queued(delta)
+
+    def recreate(self, pod: PodInfo) -> None:
+        """An evicted pod comes back pending (a Job's pod is re-created by the Job controller);
+        a lone pod keeps its record (and its place in the queue count)."""
+        run = self.jobs.owner_of(pod.spec)
+        if run is not None:  # the Job controller replaces a deleted pod
+            self.jobs.sync(run)
+            return
+        old = self.records.get(pod.gang.ident) if pod.gang.implicit else None
+        refusal = self._create_pod(pod.spec)
+        if old is not None and refusal is None:
+            self.records[pod.gang.ident] = old
+            old.start = None
+            self._queued(-1)
 
     def _queued(self, delta: int) -> None:
         """Gangs submitted whose work has not started, over time."""
@@ -381,6 +421,8 @@ class Simulation:
             gang = self.state.gangs[ident]
             record.gpus = sum(self.gpu(pod) for pod in gang.members) / 1000
             record.min_member = gang.min_member  # a gang group learns it from its pods
+            record.queue = self.state.queues.queue_of(gang)
+            record.priority = gang.priority
             record.timed_out = gang.timed_out
             if gang.spec is not None and gang.spec.deadline is not None:
                 record.deadline = gang.spec.deadline.due(gang.created)
@@ -412,6 +454,11 @@ class Simulation:
             cycles=self.cycles,
             default_duration=self.options.default_duration,
             nothing_placed=self._nothing_placed(),
+            preemptions=self.disruptions.preemptions,
+            reclaims=self.disruptions.reclaims,
+            shrinks=self.disruptions.shrinks,
+            lost_gpu_hours=self.disruptions.lost_gpu_seconds / 3600,
+            queues=self.shares.to_json(gpu_capacity * 1000, self.now, self._waits()),
         )
 
     def _nothing_placed(self) -> str:
@@ -420,6 +467,13 @@ class Simulation:
         if any(p.status in placed or p.bound_at is not None for p in self.state.pods.values()):
             return ""
         return nothing_placed(self.state.gangs.values(), self.options.scheduler_name)
+
+    def _waits(self) -> dict[str, list[float]]:
+        waits: dict[str, list[float]] = {}
+        for record in self.records.values():
+            if record.start is not None:
+                waits.setdefault(record.queue, []).append(record.start - record.submit)
+        return waits
 
 
 def simulate(

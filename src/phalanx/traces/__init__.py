@@ -6,13 +6,15 @@
 - ``openb[:VARIANT][,timed=1][,nodes=yaml|gpu|all][,pods=N]`` — Alibaba's GPU-sharing cluster:
   1213 GPU nodes and one of 24 pod lists as lone pods (:mod:`.openb`). Untimed by default (FGD's
   arrival-only packing); ``timed=1`` replays creation times and lifetimes.
-- ``philly[:vc=ID][,nodes=N][,jobs=N][,scale=F]`` — Microsoft Philly's 82,247 rigid jobs as gangs
-  on 8-GPU nodes (:mod:`.philly`).
+- ``philly[:vc=ID][,nodes=N][,jobs=N][,scale=F][,queues=1]`` — Microsoft Philly's 82,247 rigid
+  jobs as gangs on 8-GPU nodes (:mod:`.philly`); ``queues=1`` makes each virtual cluster a queue
+  deserving GPUs in proportion to its node count.
 - ``sia[:SET][,workload=K][,seed=S][,jobs=N]`` — Sia/Pollux workloads as gangs of 1-GPU replicas
   on Sia's 64-GPU cluster, with modelled durations (:mod:`.sia`).
 - ``synthetic[:jobs=N][,nodes=N][,gpus_per_node=G][,seed=S][,load=F][,share=F][,mix=philly|multi]
-  [,gpus_per_pod=G][,max_duration=SECONDS]`` — seeded gangs calibrated to Philly and openb, no
-  data needed (:mod:`.synthetic`).
+  [,gpus_per_pod=G][,max_duration=SECONDS][,queues=SPEC][,high=F]`` — seeded gangs calibrated to
+  Philly and openb, no data needed (:mod:`.synthetic`); ``queues`` makes it multi-tenant
+  (:mod:`.tenants`).
 - ``tiresias[:nodes=N][,gpus_per_node=G]`` — Tiresias' 60-job sample (:mod:`.tiresias`).
 
 ``synthetic`` and ``philly`` also take ``cluster=lingjun[,topology=preferred|required]
@@ -100,6 +102,7 @@ def _philly(root: Path, o: Options) -> Workload:
         nodes=o.integer("nodes"),
         jobs=o.integer("jobs"),
         scale=1.0 if scale is None else scale,
+        queues=bool(o.flag("queues")),
     )
     return _cluster(root, o, workload)
 
@@ -149,7 +152,10 @@ def _synthetic(root: Path, o: Options) -> Workload:
         nodes = len(lingjun_nodes(_data(root) / LINGJUN))
     seed, load_, share = o.integer("seed", minimum=0), o.number("load"), o.number("share", high=1)
     per_pod, cap = o.integer("gpus_per_pod"), o.number("max_duration")
+    high = o.number("high", high=1)
     workload = synthetic_workload(
+        queues=o.text("queues"),
+        high=0.0 if high is None else high,
         mix=o.text("mix") or "philly",
         gpus_per_pod=per_pod,
         max_duration=DURATION_MAX if cap is None else cap,
@@ -188,7 +194,7 @@ class _Trace:
 
 _TRACES = {
     "openb": _Trace(("variant", "timed", "nodes", "pods"), "variant", _openb),
-    "philly": _Trace(("vc", "nodes", "jobs", "scale", *CLUSTER_OPTIONS), None, _philly),
+    "philly": _Trace(("vc", "nodes", "jobs", "scale", "queues", *CLUSTER_OPTIONS), None, _philly),
     "sia": _Trace(("set", "workload", "seed", "jobs"), "set", _sia),
     "synthetic": _Trace(
         (
@@ -201,6 +207,8 @@ _TRACES = {
             "mix",
             "gpus_per_pod",
             "max_duration",
+            "queues",
+            "high",
             *CLUSTER_OPTIONS,
         ),
         None,

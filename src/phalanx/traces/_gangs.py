@@ -160,6 +160,9 @@ class GangMaker:
         duration: float | None,
         submit: float,
         labels: dict[str, str] | None = None,
+        *,
+        queue: str = "default",
+        priority: int = 0,
     ) -> None:
         """Append the gang ``namespace/name`` and its pods ``NAME-0``, ``NAME-1``… to ``items``."""
         shape = self.shape(gpus)
@@ -173,6 +176,8 @@ class GangMaker:
                     min_member=len(shape),
                     api=GANG_API,
                     duration=duration,
+                    queue=queue,
+                    priority=priority or None,
                 ),
                 timing,
                 source,
@@ -187,5 +192,6 @@ class GangMaker:
                 gang=ref,
                 labels={} if labels is None else dict(labels),
                 duration=duration,
+                priority=priority,
             )
             items.append(Item(pod, timing, source))

@@ -14,6 +14,8 @@ Design (columns and units: ``philly/README.md`` of the shared traces):
 - Nodes: 8 GPUs each with the assumed SKU of :mod:`phalanx.traces._gangs` (48 vCPU, 512 GiB;
   the trace has no CPU or memory), and pods request 6 vCPU and 64 GiB per GPU. Node counts come
   from ``philly_vc_nodes_heliosartifact.csv`` (``vc``, ``node num``; 11 VCs, 352 nodes).
+- ``queues``: every VC is a queue (its jobs' namespace is bound to it) deserving GPUs in
+  proportion to its node count.
 - Options: ``vc`` keeps one VC on that VC's node count; ``nodes`` overrides the node count;
   ``jobs`` keeps the first N jobs by submit time (after the VC filter); ``scale`` multiplies
   arrival times (``scale=0.5`` halves the gaps: twice the offered load). Arrival 0 is the first
@@ -39,6 +41,7 @@ from phalanx.api.specs import NodeSpec
 from phalanx.api.workload import Workload
 from phalanx.traces._gangs import GangMaker, homogeneous_nodes, node_items, paused_gc
 from phalanx.traces._table import Table, read_table
+from phalanx.traces.tenants import namespace_queues
 
 PHILLY_FILE = "philly.csv"
 VC_NODES_FILE = "philly_vc_nodes_heliosartifact.csv"
@@ -141,6 +144,7 @@ def philly_workload(
     nodes: int | None = None,
     jobs: int | None = None,
     scale: float = 1.0,
+    queues: bool = False,
 ) -> Workload:
     """Philly jobs as gangs on 8-GPU nodes (see the module docstring)."""
     base = Path(folder)
@@ -165,6 +169,8 @@ def philly_workload(
         selected = selected[:jobs]
     capacity = len(node_specs) * GPUS_PER_NODE
     items = node_items(node_specs, os.fspath(vc_path))
+    if queues:
+        items += namespace_queues(_vc_deserved(vc_nodes, vc, capacity), os.fspath(vc_path))
     maker = GangMaker(GPUS_PER_NODE, source)
     start = selected[0].submit if selected else 0.0
     add = maker.add
@@ -175,6 +181,13 @@ def philly_workload(
             submit = (job.submit - start) * scale
             add(items, job.vc, f"job-{job.row:05d}", job.gpus, job.duration, submit)
     return Workload(items=items)
+
+
+def _vc_deserved(vc_nodes: dict[str, int], vc: str | None, capacity: int) -> dict[str, int]:
+    """milli-GPU per VC in proportion to its node count (of the cluster simulated)."""
+    counts = {vc: 1} if vc is not None else vc_nodes
+    total = sum(counts.values())
+    return {name: capacity * 1000 * count // total for name, count in counts.items()}
 
 
 def _nodes(

@@ -45,6 +45,10 @@ Design. Job ``i`` (``i`` = 0 … ``jobs`` − 1) draws, from ``numpy.random.defa
   :mod:`phalanx.traces._gangs` (6 vCPU and 64 GiB per GPU); pods request the same per GPU
   (a sharing pod in proportion to its share).
 
+- **Tenants** (``queues``, see :mod:`phalanx.traces.tenants`): queues declared as objects and
+  each job submitted to one of them; ``high`` (default 0) is the fraction of jobs submitted
+  with priority 100 (the rest 0), both drawn on streams of their own.
+
 Names: gang ``job-NNNNN`` in namespace ``default``, pods ``job-NNNNN-K``; a sharing pod is
 ``job-NNNNN``. Nodes ``synthetic-node-NNNN``.
 """
@@ -59,6 +63,10 @@ from phalanx.api.errors import InputError
 from phalanx.api.specs import PodSpec
 from phalanx.api.workload import Item, Timing, Workload
 from phalanx.traces._gangs import GangMaker, homogeneous_nodes, node_items, paused_gc
+from phalanx.traces.tenants import assign, high_priority, parse_tenants, queue_items
+
+#: The label a lone pod names its queue with (read by the queue book).
+KAI_LABEL = "kai.scheduler/queue"
 
 #: Philly ``num_gpus`` → jobs (see the module docstring).
 PHILLY_GPU_COUNTS: dict[int, int] = {
@@ -184,6 +192,8 @@ def synthetic_workload(
     mix: str = "philly",
     gpus_per_pod: int | None = None,
     max_duration: float = DURATION_MAX,
+    queues: str | None = None,
+    high: float = 0.0,
 ) -> Workload:
     """The synthetic workload (see the module docstring)."""
     if mix not in MIXES:
@@ -224,19 +234,28 @@ def synthetic_workload(
         homogeneous_nodes("synthetic-node", nodes, gpus_per_node), SOURCE
     )
     maker = GangMaker(per_pod, SOURCE)
+    tenants = parse_tenants(queues, SOURCE) if queues else []
+    items += queue_items(tenants, capacity, SOURCE)
+    queue_of = assign(tenants, jobs, seed) if tenants else ["default"] * jobs
+    urgent = high_priority(jobs, high, seed)
     with paused_gc():
         columns = (gpus, durations, arrivals, shared, millis)
         rows = zip(*(column.tolist() for column in columns), strict=True)
         for index, (size, duration, arrival, is_shared, milli) in enumerate(rows):
             name = f"job-{index:05d}"
+            queue, priority = queue_of[index], 100 if urgent[index] else 0
             if is_shared and size == 1:
                 pod = PodSpec(
                     namespace=NAMESPACE,
                     name=name,
                     requests=maker.requests(milli),
                     duration=duration,
+                    priority=priority,
+                    labels={KAI_LABEL: queue} if tenants else {},
                 )
                 items.append(Item(pod, Timing(submit_after=arrival), SOURCE))
             else:
-                maker.add(items, NAMESPACE, name, size, duration, arrival)
+                maker.add(
+                    items, NAMESPACE, name, size, duration, arrival, queue=queue, priority=priority
+                )
     return Workload(items=items)

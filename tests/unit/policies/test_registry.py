@@ -10,6 +10,7 @@ import pytest
 from phalanx.actions.allocate import Allocate
 from phalanx.actions.book import Settings
 from phalanx.actions.coscheduling import Coscheduling
+from phalanx.actions.preempt import Preempt, Reclaim
 from phalanx.actions.reserve import Reserve
 from phalanx.api.errors import InputError
 from phalanx.api.specs import NodeSpec, PodSpec
@@ -42,7 +43,11 @@ def test_every_policy_names_only_registered_actions(name: str) -> None:
 def test_the_scheduler_builds_the_actions_in_the_order_named() -> None:
     scheduler = Scheduler(get_policy("phalanx"), actions=["coscheduling", "allocate"])
     assert [type(a) for a in scheduler.actions] == [Coscheduling, Allocate]
-    assert [type(a) for a in Scheduler(get_policy("phalanx")).actions] == [Allocate]
+    assert [type(a) for a in Scheduler(get_policy("phalanx")).actions] == [
+        Allocate,
+        Preempt,
+        Reclaim,
+    ]
     reserving = Scheduler(get_policy("phalanx-reserve")).actions
     assert [type(a) for a in reserving] == [Reserve, Allocate]
 

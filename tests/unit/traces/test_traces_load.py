@@ -33,7 +33,7 @@ def test_unknown_trace_lists_the_valid_ones() -> None:
 def test_unknown_option_lists_the_valid_ones() -> None:
     assert error_of("philly:vcs=1") == (
         "philly:vcs=1: vcs: unknown option 'vcs' of philly (valid: vc, nodes, jobs, scale, "
-        "cluster, topology, level, min_gpus, max_gpus)"
+        "queues, cluster, topology, level, min_gpus, max_gpus)"
     )
     assert "valid: jobs, nodes, gpus_per_node, seed, load, share" in error_of("synthetic:gpus=4")
 

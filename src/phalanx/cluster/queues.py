@@ -1,0 +1,301 @@
+"""QueueBook: the queue tree, what each queue uses and asks, and what it deserves.
+
+The book lives on :class:`~phalanx.cluster.state.ClusterState` (``state.queues``) as long as
+the state. Runners add queue specs, bindings and budgets as they appear. A gang's queue is
+resolved (:meth:`queue_of`) from its PodGroup's queue name: a Kueue LocalQueue of that name in
+its namespace maps to its ClusterQueue; ``default`` (no queue named) becomes the namespace's
+default queue when one is bound (ElasticQuota), else ``default``. A pod without a PodGroup
+names its queue by what its declaration says (``PodSpec.queue``), else the label
+``kueue.x-k8s.io/queue-name`` (a LocalQueue) or ``kai.scheduler/queue``. A name that no object
+declares is a queue of its own with no limits and weight 1 (Volcano's ``default`` queue exists
+without being declared).
+
+:meth:`refresh` computes, once per cycle and only over gangs that hold or wait (a tracked set,
+so finished work costs nothing): per queue ``usage`` (requests of pods holding a node),
+``demand`` (usage plus waiting members' requests, capped by capability, summed up the tree),
+and ``deserved`` (:mod:`phalanx.cluster.fairshare`). Vectors are floats over the resource
+index; ``pods`` never counts in shares.
+
+**Usage with memory** (``half_life`` seconds, off by default): ``history`` is each queue's
+usage averaged with exponential decay (weight halves every ``half_life``). For *ordering*, a
+queue's usage counts what it used beyond its deserved share in that recent past
+(``usage + max(0, history − deserved)``), so a team that used much yesterday yields today, as
+KAI's time-based fair share and Slurm's ``PriorityDecayHalfLife`` do. Reclaim and admission
+use current usage only (so the no-cycle rule holds).
+
+``holds`` records room held for a preemptor until its victims are gone: gang ident →
+:class:`Hold` (node rows and the amount per row); the ``held`` filter keeps every other pod off
+that room. A hold ends when its gang is placed or gone, or after ``HOLD_SECONDS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from phalanx.api.queues import DEFAULT_QUEUE, BudgetSpec, QueueBindingSpec, QueueSpec
+from phalanx.cluster.fairshare import Claim, Floats, dominant_ratio, water_fill
+from phalanx.cluster.resources import ResourceIndex
+from phalanx.cluster.workloads import HOLDING, GangInfo, PodStatus
+
+KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KAI_LABEL = "kai.scheduler/queue"
+#: How long room stays held for a preemptor whose victims have not gone (seconds).
+HOLD_SECONDS = 300.0
+
+
+@dataclass(slots=True)
+class Hold:
+    gang: str
+    rows: dict[int, Floats]  # node row → amount held
+    since: float
+    victims: tuple[str, ...] = ()
+    pods: dict[str, int] = field(default_factory=dict)  # pod key → its planned node row
+
+
+@dataclass(slots=True)
+class QueueUse:
+    usage: Floats
+    demand: Floats
+    deserved: Floats = field(default_factory=lambda: np.zeros(0))
+    waiting: int = 0  # gangs waiting in it
+
+
+class QueueBook:
+    def __init__(self) -> None:
+        self.specs: dict[str, QueueSpec] = {}
+        self.bindings: dict[tuple[str, str], str] = {}  # (namespace, name or "") → queue
+        self.budgets: dict[str, BudgetSpec] = {}
+        self.holds: dict[str, Hold] = {}
+        self.uses: dict[str, QueueUse] = {}
+        self.tracked: dict[str, GangInfo] = {}
+        self.declared = False  # any queue object at all (else queues change nothing)
+        #: shares are computed this cycle (queues declared or named, or room held)
+        self.active = False
+        self.mask: Floats = np.zeros(0)
+        self.half_life: float | None = None
+        self.history: dict[str, Floats] = {}
+        self.refreshed_at: float | None = None
+
+    # -- objects ---------------------------------------------------------------------------
+    def add_queue(self, spec: QueueSpec) -> None:
+        self.specs[spec.name] = spec
+        self.declared = True
+        for namespace in spec.namespaces:
+            self.bindings[(namespace, "")] = spec.name
+
+    def remove_queue(self, name: str) -> None:
+        spec = self.specs.pop(name, None)
+        if spec is not None:
+            for namespace in spec.namespaces:
+                self.bindings.pop((namespace, ""), None)
+
+    def add_binding(self, spec: QueueBindingSpec) -> None:
+        self.bindings[(spec.namespace, spec.name)] = spec.queue
+        self.declared = True
+
+    def add_budget(self, spec: BudgetSpec) -> None:
+        self.budgets[f"{spec.namespace}/{spec.name}"] = spec
+
+    # -- the tree --------------------------------------------------------------------------
+    def spec(self, name: str) -> QueueSpec:
+        """The queue ``name``; undeclared: no limits, weight 1."""
+        return self.specs.get(name) or QueueSpec(name=name)
+
+    def queue_of(self, gang: GangInfo) -> str:
+        if gang.spec is not None:
+            named = gang.spec.queue or DEFAULT_QUEUE
+        else:
+            first = gang.members[0].spec if gang.members else None
+            labels = first.labels if first is not None else {}
+            named = (
+                (first.queue if first is not None else "")
+                or labels.get(KUEUE_LABEL)
+                or labels.get(KAI_LABEL)
+                or DEFAULT_QUEUE
+            )
+        alias = self.bindings.get((gang.namespace, named))
+        if alias is not None:
+            return alias
+        if named == DEFAULT_QUEUE:
+            return self.bindings.get((gang.namespace, ""), DEFAULT_QUEUE)
+        return named
+
+    def children_of(self, name: str) -> list[str]:
+        return [n for n in self.uses if n != name and self.parent(n) == name]
+
+    def parent(self, name: str) -> str | None:
+        parent = self.spec(name).parent
+        return parent if parent and parent != name else None
+
+    def ancestry(self, name: str) -> list[str]:
+        """``name`` and its ancestors, nearest first (a loop in ``parent`` is cut)."""
+        chain = [name]
+        parent = self.parent(name)
+        while parent is not None and parent not in chain:
+            chain.append(parent)
+            parent = self.parent(parent)
+        return chain
+
+    def capability(self, name: str, index: ResourceIndex) -> Floats:
+        cap = np.full(len(index), np.inf)
+        for resource, amount in self.spec(name).capability.items():
+            if resource in index:
+                cap[index.position[resource]] = amount
+        return cap
+
+    def _vector(self, resources: dict[str, int], index: ResourceIndex) -> Floats:
+        out = np.zeros(len(index))
+        for resource, amount in resources.items():
+            if resource in index:
+                out[index.position[resource]] = amount
+        return out
+
+    # -- usage, demand, deserved -----------------------------------------------------------
+    def track(self, gangs: Iterable[GangInfo]) -> None:
+        for gang in gangs:
+            self.tracked.setdefault(gang.ident, gang)
+
+    def running(self) -> list[GangInfo]:
+        """Tracked gangs with a member bound (gangs that neither hold nor wait are dropped)."""
+        out = []
+        for ident, gang in list(self.tracked.items()):
+            if any(p.status is PodStatus.BOUND for p in gang.members):
+                out.append(gang)
+            elif not gang.holding() and not gang.pending():
+                del self.tracked[ident]
+        return out
+
+    def refresh(
+        self,
+        gangs: Iterable[GangInfo],
+        index: ResourceIndex,
+        total: Floats,
+        now: float | None = None,
+    ) -> None:
+        """Recompute usage, demand and deserved (``gangs``: those waiting now)."""
+        self.track(gangs)
+        width = len(index)
+        uses: dict[str, QueueUse] = {}
+        for ident, gang in list(self.tracked.items()):
+            held = np.zeros(width)
+            asked = np.zeros(width)
+            for pod in gang.members:
+                request = pod.request[:width]
+                if pod.status in HOLDING:
+                    held[: request.size] += request
+                elif pod.status is PodStatus.PENDING and not pod.invalid:
+                    asked[: request.size] += request
+            if not held.any() and not asked.any():
+                del self.tracked[ident]
+                continue
+            use = uses.setdefault(self.queue_of(gang), QueueUse(np.zeros(width), np.zeros(width)))
+            use.usage += held
+            use.demand += held + asked
+            use.waiting += bool(asked.any()) and not gang.ready()
+        for name in list(uses):
+            for ancestor in self.ancestry(name)[1:]:
+                uses.setdefault(ancestor, QueueUse(np.zeros(width), np.zeros(width)))
+        for name in self.specs:
+            uses.setdefault(name, QueueUse(np.zeros(width), np.zeros(width)))
+        self._roll_up(uses, index)
+        mask = np.ones(width)
+        if "pods" in index:
+            mask[index.position["pods"]] = 0.0
+        self._share(uses, index, total, mask)
+        if now is not None:
+            self._remember(now, uses)
+        self.uses = uses
+        self.mask = mask
+
+    def _remember(self, now: float, uses: dict[str, QueueUse]) -> None:
+        """Decay ``history`` to ``now`` and fold in the usage since the last refresh, taken as
+        the larger of what the queue held at the last refresh and now (refreshes see usage
+        before a cycle's binds and after its finishes, so either end alone misses work)."""
+        if self.half_life is None or self.half_life <= 0:
+            return
+        last = self.refreshed_at if self.refreshed_at is not None else now
+        keep = 0.5 ** ((now - last) / self.half_life)
+        for name, use in uses.items():
+            past = self.history.get(name, np.zeros_like(use.usage))
+            before = self.uses.get(name)
+            held = use.usage
+            if before is not None and before.usage.size == held.size:
+                held = np.maximum(held, before.usage)
+            if past.size != held.size:
+                past = np.zeros_like(held)
+            self.history[name] = past * keep + held * (1.0 - keep)
+        self.refreshed_at = now
+
+    def remembered(self, name: str) -> Floats | None:
+        """What ``name`` used beyond its deserved share in the recent past (None: off)."""
+        past = self.history.get(name)
+        use = self.uses.get(name)
+        if past is None or use is None or past.size != use.deserved.size:
+            return None
+        return np.maximum(past - use.deserved, 0.0)
+
+    def _roll_up(self, uses: dict[str, QueueUse], index: ResourceIndex) -> None:
+        """Parents' usage and demand are their children's sums (plus their own gangs)."""
+        leaves_first = sorted(uses, key=lambda n: -len(self.ancestry(n)))
+        for name in leaves_first:
+            use = uses[name]
+            use.demand = np.minimum(use.demand, self.capability(name, index))
+            parent = self.parent(name)
+            if parent is not None and parent in uses:
+                uses[parent].usage = uses[parent].usage + use.usage
+                uses[parent].demand = uses[parent].demand + use.demand
+
+    def _share(
+        self, uses: dict[str, QueueUse], index: ResourceIndex, total: Floats, mask: Floats
+    ) -> None:
+        children: dict[str | None, list[str]] = {}
+        for name in uses:
+            parent = self.parent(name)
+            children.setdefault(parent if parent in uses else None, []).append(name)
+        pending: list[tuple[str | None, Floats]] = [(None, total.astype(np.float64))]
+        while pending:
+            parent, available = pending.pop()
+            names = sorted(children.get(parent, []))
+            claims = [
+                Claim(
+                    demand=uses[n].demand,
+                    entitlement=np.maximum(
+                        self._vector(self.spec(n).deserved, index),
+                        self._vector(self.spec(n).guarantee, index),
+                    ),
+                    weight=float(self.spec(n).weight),
+                    priority=self.spec(n).priority,
+                )
+                for n in names
+            ]
+            for name, deserved in zip(names, water_fill(available, claims, mask), strict=True):
+                uses[name].deserved = deserved
+                pending.append((name, deserved))
+
+    def use(self, name: str, width: int) -> QueueUse:
+        found = self.uses.get(name)
+        if found is None:
+            zero = np.zeros(width)
+            return QueueUse(zero, zero, zero)
+        return found
+
+    def ratio(self, name: str, extra: Floats | None = None) -> float:
+        """Usage (plus ``extra``) over deserved on the dominant resource."""
+        use = self.uses.get(name)
+        if use is None or not self.active:
+            return 0.0
+        usage = use.usage if extra is None else use.usage + extra
+        return dominant_ratio(usage, use.deserved, self.mask)
+
+    def guarantee(self, name: str, index: ResourceIndex) -> Floats:
+        return self._vector(self.spec(name).guarantee, index)
+
+    # -- holds -----------------------------------------------------------------------------
+    def expire_holds(self, gangs: dict[str, GangInfo], now: float) -> None:
+        for ident, hold in list(self.holds.items()):
+            gang = gangs.get(ident)
+            if gang is None or gang.ready() or now - hold.since > HOLD_SECONDS:
+                del self.holds[ident]

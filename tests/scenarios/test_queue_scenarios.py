@@ -1,0 +1,367 @@
+"""Queues, preemption and reclaim, end to end: manifests in, ``simulate`` out.
+
+Each scenario declares nodes, PriorityClasses, Volcano Queues, PodGroups and Jobs as
+Kubernetes objects, runs the simulator and checks binds and evictions in its event log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from phalanx.k8s.load import load_documents
+from phalanx.sim.metrics import SimResult
+from phalanx.sim.simulator import SimOptions, simulate
+
+GPU = "nvidia.com/gpu"
+Obj = dict[str, Any]
+
+
+def node(name: str, gpus: int, **labels: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": "64", "memory": "512Gi", GPU: str(gpus), "pods": "110"}},
+    }
+
+
+def priority(name: str, value: int) -> Obj:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def queue(name: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def gang(
+    name: str,
+    pods: int,
+    gpus: int,
+    *,
+    cls: str = "low",
+    q: str = "default",
+    at: str = "0s",
+    run: str = "1h",
+    min_member: int | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    selector: dict[str, str] | None = None,
+) -> list[Obj]:
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "minMember": pods if min_member is None else min_member,
+            "queue": q,
+            "priorityClassName": cls,
+        },
+    }
+    if at != "0s":
+        group["metadata"]["annotations"] = {"phalanx.dev/submit-after": at}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": {"phalanx.dev/submit-after": at, "phalanx.dev/duration": run},
+        },
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "template": {
+                "metadata": {
+                    "labels": labels or {},
+                    "annotations": {"scheduling.k8s.io/group-name": name, **(annotations or {})},
+                },
+                "spec": {
+                    "nodeSelector": selector or {},
+                    "priorityClassName": cls,
+                    "containers": [{"name": "w", "resources": {"requests": {GPU: str(gpus)}}}],
+                },
+            },
+        },
+    }
+    return [group, job]
+
+
+def run(
+    objects: list[Obj], policy: str = "phalanx", until: float = 4 * 3600
+) -> tuple[SimResult, list[dict[str, Any]]]:
+    events: list[dict[str, Any]] = []
+    base = [priority("low", 10), priority("high", 1000)]
+    workload = load_documents(("test.yaml", o) for o in [*base, *objects])
+    return simulate(workload, SimOptions(policy=policy, until=until), events.append), events
+
+
+def evicted(events: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Gang → the reasons it was evicted for."""
+    out: dict[str, set[str]] = {}
+    for e in events:
+        if e["type"] == "evict":
+            out.setdefault(e["gang"], set()).add(f"{e['reason']} by {e['by']}")
+    return out
+
+
+def bound_at(events: list[dict[str, Any]], gang_key: str) -> list[float]:
+    return [e["t"] for e in events if e["type"] == "bind" and e["gang"] == gang_key]
+
+
+# -- preemption within a queue ---------------------------------------------------------------
+def test_a_high_priority_gang_preempts_the_least_disruptive_whole_gang() -> None:
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        *gang("big-low", 2, 4, at="0s"),  # 8 GPUs, started first
+        *gang("small-low", 1, 4, at="1s"),  # 4 GPUs
+        *gang("other-low", 1, 4, at="2s"),  # 4 GPUs, started last
+        *gang("urgent", 1, 4, cls="high", at="10s"),
+    ]
+    result, events = run(objects)
+    # one 4-GPU gang is enough: the most recently started of the smallest, lowest ones
+    assert evicted(events) == {"default/other-low": {"preempt by default/urgent"}}
+    assert bound_at(events, "default/urgent") == [10.0]  # bound in the same instant
+    record = {g.name: g for g in result.gangs}
+    assert record["other-low"].preempted == 1
+    assert record["other-low"].lost_gpu_hours == pytest.approx(4 * 8 / 3600)
+    assert result.preemptions == 1 and result.reclaims == 0
+    # the victim went back to its queue and completed later
+    assert record["other-low"].state == "completed"
+
+
+def test_no_scattered_freeing_when_the_preemptor_cannot_fit_anyway() -> None:
+    x = {"zone": "x"}
+    objects = [
+        node("n0", 4, zone="x"),
+        node("n1", 4, zone="y"),
+        *gang("keep", 1, 1, cls="high", selector=x),  # a high-priority pod on n0
+        *gang("low-a", 1, 3, selector=x),
+        *gang("low-b", 1, 4, at="1s"),
+        *gang("whole-node", 1, 4, cls="high", at="10s", selector=x),  # all of n0
+    ]
+    result, events = run(objects)
+    # evicting low-a would free 3 of n0's GPUs, still one short: nothing is evicted
+    assert evicted(events) == {}
+    assert result.preemptions == 0
+
+
+def test_preemption_never_crosses_queues_and_policy_never_is_honoured() -> None:
+    objects = [
+        node("n0", 8),
+        queue("team-a"),
+        queue("team-b"),
+        *gang("b-low", 1, 8, q="team-b", at="0s"),
+        *gang("a-high", 1, 8, cls="high", q="team-a", at="10s"),
+        *gang(
+            "b-high-polite",
+            1,
+            8,
+            cls="high",
+            q="team-b",
+            at="20s",
+            annotations={"phalanx.dev/preemption-policy": "Never"},
+        ),
+    ]
+    _, events = run(objects, until=1800)
+    assert evicted(events) == {}
+
+
+def test_min_runtime_protects_a_young_gang() -> None:
+    young = {"phalanx.dev/min-runtime": "10m"}
+    objects = [
+        node("n0", 8),
+        *gang("low", 1, 8, at="0s", annotations=young),
+        *gang("urgent", 1, 8, cls="high", at="60s"),
+    ]
+    _, events = run(objects)
+    assert evicted(events) == {"default/low": {"preempt by default/urgent"}}
+    assert [e["t"] for e in events if e["type"] == "evict"] == [600.0]
+
+
+def test_a_pod_disruption_budget_is_respected() -> None:
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "serve", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "serve"}}},
+    }
+    objects = [
+        node("n0", 8),
+        budget,
+        *gang("serving", 1, 8, at="0s", labels={"app": "serve"}),
+        *gang("urgent", 1, 8, cls="high", at="10s"),
+    ]
+    _, events = run(objects, until=1800)
+    assert evicted(events) == {}
+    _, events = run([o for o in objects if o is not budget], until=1800)
+    assert evicted(events) == {"default/serving": {"preempt by default/urgent"}}
+
+
+def test_elastic_surplus_is_shrunk_before_any_whole_gang() -> None:
+    objects = [
+        node("n0", 8),
+        *gang("elastic", 4, 2, min_member=2, at="0s"),  # runs 4 × 2 GPUs, needs only 2
+        *gang("urgent", 1, 4, cls="high", at="10s"),
+    ]
+    result, events = run(objects)
+    assert evicted(events) == {"default/elastic": {"shrink by default/urgent"}}
+    assert len([e for e in events if e["type"] == "evict"]) == 2  # surplus only
+    record = {g.name: g for g in result.gangs}
+    assert record["elastic"].preempted == 0 and result.lost_gpu_hours == 0
+    assert result.shrinks == 2
+
+
+# -- queues: capability, guarantee, reclaim -----------------------------------------------------
+def test_capability_is_never_exceeded() -> None:
+    objects = [
+        node("n0", 8),
+        queue("capped", capability={GPU: "4"}),
+        *gang("one", 1, 4, q="capped"),
+        *gang("two", 1, 4, q="capped", at="1s"),
+    ]
+    result, events = run(objects, until=1800)
+    assert bound_at(events, "default/two") == []
+    two = next(g for g in result.gangs if g.name == "two")
+    assert "capability" in two.reason
+
+
+def test_reclaim_takes_back_borrowed_room_whole_gangs_only() -> None:
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("team-a", weight=1),
+        queue("team-b", weight=1),
+        *gang("a1", 1, 8, q="team-a", at="0s"),
+        *gang("a2", 1, 8, q="team-a", at="1s"),  # team-a borrows team-b's half
+        *gang("b1", 1, 8, q="team-b", at="60s"),
+    ]
+    result, events = run(objects)
+    assert evicted(events) == {"default/a2": {"reclaim by default/b1"}}
+    assert bound_at(events, "default/b1") == [60.0]
+    assert result.reclaims == 1
+    shares = result.queues
+    assert set(shares) == {"team-a", "team-b"}
+    assert shares["team-b"]["deserved_gpu_share"] > 0
+
+
+def test_guarantee_is_never_reclaimed() -> None:
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("team-a", weight=1, guarantee={"resource": {GPU: "16"}}),
+        queue("team-b", weight=1),
+        *gang("a1", 1, 8, q="team-a", at="0s"),
+        *gang("a2", 1, 8, q="team-a", at="1s"),
+        *gang("b1", 1, 8, q="team-b", at="60s"),
+    ]
+    _, events = run(objects, until=1800)
+    assert evicted(events) == {}
+
+
+def test_a_non_reclaimable_queue_keeps_what_it_borrowed() -> None:
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("team-a", weight=1, reclaimable=False),
+        queue("team-b", weight=1),
+        *gang("a1", 1, 8, q="team-a", at="0s"),
+        *gang("a2", 1, 8, q="team-a", at="1s"),
+        *gang("b1", 1, 8, q="team-b", at="60s"),
+    ]
+    _, events = run(objects, until=1800)
+    assert evicted(events) == {}
+
+
+def test_no_reclaim_cycles() -> None:
+    """Two queues of equal weight, each with more work than half the cluster: after b
+    reclaims its half from a, a never reclaims back (a gang evicted by another never evicts
+    it in turn), whatever arrives later in the same conditions."""
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("team-a"),
+        queue("team-b"),
+        *gang("a1", 1, 8, q="team-a", at="0s", run="2h"),
+        *gang("a2", 1, 8, q="team-a", at="1s", run="2h"),
+        *gang("b1", 1, 8, q="team-b", at="60s", run="2h"),
+        *gang("a3", 1, 8, q="team-a", at="120s", run="2h"),
+        *gang("b2", 1, 8, q="team-b", at="180s", run="2h"),
+    ]
+    _, events = run(objects)
+    evictions = [(e["gang"], e["by"]) for e in events if e["type"] == "evict"]
+    assert evictions == [("default/a2", "default/b1")]
+    pairs = set(evictions)
+    assert not any((by, victim) in pairs for victim, by in pairs)
+
+
+def test_volcano_baseline_never_breaks_a_gang() -> None:
+    objects = [
+        node("n0", 8),
+        *gang("low", 2, 4, at="0s"),
+        *gang("urgent", 1, 4, cls="high", at="10s"),
+    ]
+    _, events = run(objects, policy="volcano", until=1800)
+    assert evicted(events) == {}  # its gang plugin keeps every job at minAvailable
+    _, events = run(objects, policy="phalanx", until=1800)
+    assert evicted(events) == {"default/low": {"preempt by default/urgent"}}
+
+
+# -- elastic gangs ---------------------------------------------------------------------------
+def test_an_elastic_gang_starts_at_its_minimum_grows_and_runs_faster() -> None:
+    objects = [
+        node("n0", 8),
+        *gang("holder", 1, 4, run="30m"),
+        *gang("elastic", 4, 2, min_member=2, at="1s", run="1h"),  # 1 h with all 4 pods
+    ]
+    result, events = run(objects)
+    assert bound_at(events, "default/elastic") == [1.0, 1.0, 1800.0, 1800.0]
+    grows = [e for e in events if e["type"] == "grow"]
+    assert [e["t"] for e in grows] == [1800.0, 1800.0]
+    elastic = next(g for g in result.gangs if g.name == "elastic")
+    # work 4 pod-hours: 2 pods for 1799 s, then 4 pods for the rest
+    assert elastic.finish == pytest.approx(1800 + (4 * 3600 - 2 * 1799) / 4)
+
+
+def test_growth_never_delays_a_waiting_gang_of_its_queue() -> None:
+    objects = [
+        node("n0", 8),
+        *gang("holder", 1, 4, run="30m"),
+        *gang("elastic", 4, 2, min_member=2, at="1s", run="1h"),
+        *gang("waiting", 1, 4, at="2s", run="1h"),
+    ]
+    _, events = run(objects)
+    assert bound_at(events, "default/waiting") == [1800.0]
+    # the room freed at 30 m went to the waiting gang; the elastic gang grew when it finished
+    assert [e["t"] for e in events if e["type"] == "grow"] == [5400.0, 5400.0]
+
+
+def test_usage_with_memory_lets_the_queue_that_used_less_go_first() -> None:
+    objects = [
+        node("n0", 8),
+        queue("team-a"),
+        queue("team-b"),
+        *gang("a-long", 1, 8, q="team-a", run="4h"),
+        *gang("a-next", 1, 8, q="team-a", at="3h", run="1h"),  # both wait for a-long's end
+        *gang("b-next", 1, 8, q="team-b", at="3h1s", run="1h"),
+    ]
+    base = [priority("low", 10), priority("high", 1000)]
+    for half_life, first in ((None, "default/a-next"), (3600.0, "default/b-next")):
+        events: list[dict[str, Any]] = []
+        workload = load_documents(("test.yaml", o) for o in [*base, *objects])
+        options = SimOptions(until=6 * 3600, usage_half_life=half_life)
+        simulate(workload, options, events.append)
+        at_four = [e["gang"] for e in events if e["type"] == "bind" and e["t"] == 4 * 3600]
+        assert at_four == [first], half_life
