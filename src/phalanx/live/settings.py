@@ -58,7 +58,7 @@ from phalanx.live.recovery import RecoveryConfig
 from phalanx.policies import ACTIONS, SCORINGS, Scorer
 
 #: The engine's gang-aware policies (the per-pod baselines make no sense live).
-POLICIES = frozenset({"phalanx", "volcano"})
+POLICIES = frozenset({"phalanx", "phalanx-reserve", "volcano"})
 #: Actions whose decisions the live scheduler applies (coscheduling's Permit holds are a
 #: baseline of the simulator: a live scheduler that holds pods at Permit is what phalanx
 #: replaces).
