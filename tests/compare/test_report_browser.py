@@ -22,7 +22,7 @@ from phalanx.report.plots import styles
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "phalanx" / "examples"
 POLICIES = ["kube-default", "phalanx"]
-PLOTS = {"gpu-allocation", "gpu-utilization", "queue-length", "jct-cdf", "gantt"}
+PLOTS = {"gpu-allocation", "gpu-utilization", "queue-length", "jct-cdf", "gantt", "wait-by-size"}
 
 
 def chromium() -> str:

@@ -47,7 +47,8 @@ def wait_by_size_chart(
                 continue
             y_top = frame.py(float(value))
             body.append(
-                f'<rect x="{num(x0 + i * bar)}" y="{num(y_top)}" width="{num(bar * 0.92)}" '
+                f'<rect class="bar" data-policy="{esc(policy)}" x="{num(x0 + i * bar)}" '
+                f'y="{num(y_top)}" width="{num(bar * 0.92)}" '
                 f'height="{num(frame.bottom - y_top)}" fill="{policy_styles[policy].color}">'
                 f"<title>{esc(policy)}, {esc(bucket)} GPUs: {esc(human_time(float(value)))}"
                 "</title></rect>"
