@@ -22,7 +22,14 @@ from phalanx.live.manifests import install_manifests
 
 K8S_VERSION = "1.37.0"  # the newest schema set kubernetes-validate 1.37.0 ships (1.25 … 1.37)
 CLUSTER_SCOPED = ("CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding")
-POD_GROUP_GROUPS = ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io", "scheduling.volcano.sh")
+#: every PodGroup API read (and its status written): scheduler-plugins, Volcano, KAI, Workload API
+POD_GROUP_GROUPS = (
+    "scheduling.x-k8s.io",
+    "scheduling.sigs.k8s.io",
+    "scheduling.volcano.sh",
+    "scheduling.run.ai",
+    "scheduling.k8s.io",
+)
 
 
 def run_cli(*argv: str) -> list[dict[str, Any]]:

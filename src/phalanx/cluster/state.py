@@ -166,7 +166,10 @@ class ClusterState:
         pod.invalid = pod.invalid or devices.invalid(int(request[self.table.gpu_col]))
         self.pods[spec.key] = pod
         if gang_key is not None and gang_key not in self.gangs:
-            self.orphans.setdefault(gang_key, []).append(pod)
+            orphans = self.orphans.setdefault(gang_key, [])
+            pod.gang = orphans[0].gang if orphans else gang  # one placeholder holds them all
+            pod.gang.add(pod)  # so that removing the pod before its gang comes finds it
+            orphans.append(pod)
         else:
             self._join(pod)
         return pod

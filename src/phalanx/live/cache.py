@@ -30,14 +30,21 @@ Rules (as kube-scheduler's cache, in the state's terms — see :mod:`phalanx.clu
   overflows int64) is removed from the state and kept in :attr:`ClusterCache.rejected` (a
   warning once per version, an ``Invalid`` Event by the status writer); one bad object never
   stops the others. Pods of a PodGroup that failed conversion wait as orphans.
-- PodGroups of the three APIs share the ``namespace/name`` gang key; if several APIs have a
-  group of the same name, ``scheduling.x-k8s.io`` wins, then ``scheduling.sigs.k8s.io``, then
-  Volcano.
-- Workloads: every (podGroup, replica key) that a pod's ``spec.workloadRef`` names becomes a gang
-  ``WORKLOAD-PODGROUP[-REPLICAKEY]`` of ``minCount`` (removed with its last pod or its
-  Workload); pods of a ``basic`` pod group are scheduled one by one; pods of a missing Workload
-  (or of a pod group the Workload does not list) wait as orphans, like kube-scheduler's
-  PreEnqueue.
+- PodGroups of the five APIs (scheduler-plugins in both groups, Volcano, KAI
+  ``scheduling.run.ai``, and the Workload API's standalone PodGroup of the version discovery
+  chose) share the ``namespace/name`` gang key; if several APIs have a group of the same name,
+  ``scheduling.x-k8s.io`` wins, then ``scheduling.sigs.k8s.io``, Volcano, KAI, the Workload
+  API. A pod whose PodGroup does not exist yet waits as an orphan and joins it when it comes.
+- Workloads (any served version): every (podGroup, replica key) that a pod's
+  ``spec.workloadRef`` names becomes a gang ``WORKLOAD-PODGROUP[-REPLICAKEY]`` of ``minCount``
+  (removed with its last pod or its Workload); pods of a ``basic`` pod group are scheduled one
+  by one; pods of a missing Workload (or of a pod group the Workload does not list) wait as
+  orphans, like kube-scheduler's PreEnqueue. Pods naming a standalone PodGroup in
+  ``spec.schedulingGroup.podGroupName`` join its gang, or are scheduled one by one when its
+  policy is ``basic``.
+- A pending pod with ``spec.schedulingGates`` holds its gang back (hold ``SchedulingGated``,
+  which explain and the Events show) until an update removes its last gate; then the gang is
+  tried again at once. Only pending pods count: gates do not affect a bound pod.
 - Volcano PodGroups wait (``QueueMissing`` / ``QueueClosed``) while their ``spec.queue`` does
   not exist or is ``Closed``/``Closing`` — checked only while the Queue API is served.
 - Kueue/KAI ``Topology`` and Volcano ``HyperNode`` objects (and the settings' levels, after
@@ -47,6 +54,7 @@ Rules (as kube-scheduler's cache, in the state's terms — see :mod:`phalanx.clu
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
@@ -67,6 +75,7 @@ from phalanx.k8s import (
     pod_from_dict,
     workload_ref,
 )
+from phalanx.k8s.apis import kai
 from phalanx.k8s.pods import gang_ref
 from phalanx.k8s.topology import hypernode_from_dict, topology_from_dict
 from phalanx.live.convert import (
@@ -93,7 +102,7 @@ from phalanx.live.resources import (
     VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
-    WORKLOADS,
+    WORKLOAD_VERSIONS,
     Resource,
 )
 
@@ -105,10 +114,15 @@ __all__ = ["ClusterCache", "Obj", "Snapshot", "group_of", "orphan_message", "que
 def group_of(pod: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(API group, namespace/name)`` of the PodGroup ``pod`` belongs to, if any."""
     data = meta(pod)
-    ref = gang_ref(data.get("labels") or {}, data.get("annotations") or {})
-    if ref is None:
-        return None
-    return ref.api, f"{data.get('namespace') or 'default'}/{ref.name}"
+    labels, annotations = data.get("labels") or {}, data.get("annotations") or {}
+    ref = gang_ref(labels, annotations)
+    api, name = (ref.api, ref.name) if ref is not None else ("", "")
+    group = spec_of(pod).get("schedulingGroup")
+    if not name and isinstance(group, dict) and isinstance(group.get("podGroupName"), str):
+        api, name = WORKLOAD_GROUP, group["podGroupName"]
+    if not name:
+        api, name = kai.API, str(annotations.get(kai.GROUP_KEY) or labels.get(kai.GROUP_KEY) or "")
+    return (api, f"{data.get('namespace') or 'default'}/{name}") if name else None
 
 
 class Snapshot:
@@ -168,6 +182,10 @@ class ClusterCache(GangEvents):
         self._priorities = PriorityTable()
         self._salt: object = ()
         self._queues: dict[str, Obj] | None = None
+        self._from_object: set[str] = set()  # gang keys made by a PodGroup object
+        self._basic: set[str] = set()  # Workload-API PodGroups of the basic policy
+        self._gated: dict[str, dict[str, tuple[str, ...]]] = {}  # gang key → pod → gates
+        self._gated_of: dict[str, str] = {}  # gated pending pod → its gang key
 
     # -- what others read ----------------------------------------------------------------
     @property
@@ -255,18 +273,20 @@ class ClusterCache(GangEvents):
         volcano_queues: Iterable[Obj] | None = None,
         topologies: Iterable[Obj] = (),
         hypernodes: Iterable[Obj] = (),
+        groups: Mapping[Resource, Iterable[Obj]] | None = None,
         now: float,
     ) -> Snapshot:
         """A state built from scratch from these objects (``phalanx explain``, and tests that
-        compare it with an incrementally changed one). Conversions are still memoised."""
+        compare it with an incrementally changed one; ``groups``: PodGroups of other APIs, by
+        resource). Conversions are still memoised."""
         memo = self.conversions
         self.__init__(self.scheduler_name, self.topology_levels)  # type: ignore[misc]
         self.conversions = memo
-        groups = {PODGROUPS: podgroups, PODGROUPS_SIGS: podgroups_sigs}
+        known = {PODGROUPS: podgroups, PODGROUPS_SIGS: podgroups_sigs}
         return self.start(
             nodes=nodes,
             pods=pods,
-            groups={**groups, VOLCANO_PODGROUPS: volcano_podgroups},
+            groups={**known, VOLCANO_PODGROUPS: volcano_podgroups, **(groups or {})},
             workloads=workloads,
             priority_classes=priority_classes,
             volcano_queues=volcano_queues,
@@ -288,7 +308,7 @@ class ClusterCache(GangEvents):
                 self._node(kind, obj, now)
             elif resource in GROUP_ORDER:
                 self._podgroup(resource, kind, obj, now)
-            elif resource is WORKLOADS:
+            elif resource in WORKLOAD_VERSIONS:
                 self._workload(kind, obj, now)
             elif resource is PRIORITY_CLASSES:
                 self._priority_class(kind, obj, now)
@@ -407,6 +427,8 @@ class ClusterCache(GangEvents):
         )
         if spec is not None and spec.gang is not None and spec.gang.api == WORKLOAD_GROUP:
             spec = self._join_workload(spec, obj, now)
+            if spec.gang is not None and spec.gang_key in self._basic:
+                spec = dataclasses.replace(spec, gang=None)  # a basic PodGroup: one by one
         if spec is None:
             self._drop_pod(key)
         elif node_name:
@@ -445,6 +467,7 @@ class ClusterCache(GangEvents):
                 pod = state.add_bound_pod(spec, row, now)
         self.pods[key] = obj
         self.touched.add(pod.gang.ident)
+        self._regate(key, None)
 
     def _pending(self, key: str, spec: PodSpec, obj: Obj, now: float) -> None:
         state = self.state
@@ -460,6 +483,30 @@ class ClusterCache(GangEvents):
             pod = state.add_pod(spec, now)
         self.pods[key] = obj
         self.touched.add(pod.gang.ident)
+        self._regate(key, pod.gang if spec.gates else None, spec.gates)
+
+    def _regate(self, key: str, gang: GangInfo | None, gates: tuple[str, ...] = ()) -> None:
+        """Keep the index of gated pending pods (``gang``: the gang of pod ``key`` while it is
+        gated) and the holds of the gangs it leaves or joins."""
+        before = self._gated_of.pop(key, None)
+        if before is not None:
+            self._gated[before].pop(key, None)
+            if not self._gated[before]:
+                del self._gated[before]
+            old = self.state.gangs.get(before)
+            if old is not None and old is not gang:
+                self._set_hold(old)
+        if gang is not None:
+            self._gated.setdefault(gang.key, {})[key] = gates
+            self._gated_of[key] = gang.key
+            self._set_hold(gang)
+
+    def _set_hold(self, gang: GangInfo) -> None:
+        held = gang.hold
+        gang.hold = self._hold(gang.key, gang.spec)
+        if held is not None and gang.hold is None:
+            self.state.unblock(gang)  # ungated: try it again at once
+        self.touched.add(gang.ident)
 
     def _fresh(self, gang: GangInfo) -> None:
         if gang.implicit:
@@ -468,12 +515,14 @@ class ClusterCache(GangEvents):
     def _drop_pod(self, key: str) -> None:
         self._unpark(key)
         self.pods.pop(key, None)
+        self._regate(key, None)
         pod = self.state.remove_pod(key)
         if pod is None:
             return
         gang = pod.gang
         self.touched.add(gang.ident)
-        if gang.spec is not None and gang.spec.api == WORKLOAD_GROUP and not gang.members:
+        derived = gang.spec is not None and gang.spec.api == WORKLOAD_GROUP
+        if derived and not gang.members and gang.key not in self._from_object:
             self.state.remove_gang(gang.key)  # a Workload gang lives as long as its pods
 
     def _unpark(self, key: str) -> None:

@@ -1,10 +1,11 @@
 """``phalanx explain``'s engine side: why do gangs wait, and where would they go now?
 
 Design: list Nodes, Pods, PriorityClasses and every gang API once (an API missing from the
-cluster is an empty list), build the state with the same
-:class:`~phalanx.live.cache.ClusterCache` the live scheduler starts from (its gangs, orphans and
-rejections), and run **one engine cycle in memory**. Nothing is bound and nothing is written:
-the cycle's binds are only read, as the placement each gang would get right now.
+cluster is an empty list; the Workload API in the newest version the server serves), build
+the state with the same :class:`~phalanx.live.cache.ClusterCache` the live scheduler starts
+from (its gangs, orphans and rejections), and run **one engine cycle in memory**. Nothing is
+bound and nothing is written: the cycle's binds are only read, as the placement each gang
+would get right now.
 
 Every gang with pending members of this scheduler gets a :class:`GangReport`: what it needs
 (``minMember``, role minimums, the pending members' summed requests), and either the placement
@@ -24,10 +25,13 @@ from phalanx.api.specs import Resources
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.live.cache import ClusterCache, Obj, orphan_message
 from phalanx.live.client import KubeClient
+from phalanx.live.discovery import newest_served
 from phalanx.live.errors import ApiError
 from phalanx.live.resources import (
     DEFAULT_SCHEDULER_NAME,
+    KAI_PODGROUPS,
     NODES,
+    POD_GROUP_VERSIONS,
     PODGROUPS,
     PODGROUPS_SIGS,
     PODS,
@@ -36,7 +40,7 @@ from phalanx.live.resources import (
     VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
-    WORKLOADS,
+    WORKLOAD_VERSIONS,
     Resource,
 )
 from phalanx.policies import Scheduler, Scorer, get_policy
@@ -114,7 +118,12 @@ async def explain(
     pods = await _list(client, PODS)
     classes = await _list(client, PRIORITY_CLASSES)
     groups = {r: await _list(client, r) for r in (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS)}
-    workloads = await _list(client, WORKLOADS)
+    more = {KAI_PODGROUPS: await _list(client, KAI_PODGROUPS)}
+    workload_api = await newest_served(client, WORKLOAD_VERSIONS)
+    workloads = await _list(client, workload_api) if workload_api else []
+    pod_groups = await newest_served(client, POD_GROUP_VERSIONS)
+    if pod_groups is not None:
+        more[pod_groups] = await _list(client, pod_groups)
     topologies = {r: await _list_served(client, r) or [] for r in TOPOLOGY_RESOURCES}
     cache = ClusterCache(scheduler_name, topology=topology)
     snapshot = cache.build(
@@ -130,6 +139,7 @@ async def explain(
             o for r, objs in topologies.items() if r is not VOLCANO_HYPERNODES for o in objs
         ],
         hypernodes=topologies[VOLCANO_HYPERNODES],
+        groups=more,
         now=now,
     )
     state = snapshot.state

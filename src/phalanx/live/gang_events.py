@@ -5,8 +5,11 @@ events about the objects gangs are made of into state changes (the rules are in 
 module doc): a PodGroup's spec (``update_gang``, or ``remove_gang`` when it goes or turns
 invalid: its pods wait as orphans), a Workload's pod groups (its pods are placed again, its
 gangs made or removed), a PriorityClass (the pods and PodGroups are converted again — rare),
-a Volcano Queue (the holds of the groups of that API). It works on the cache's attributes,
-declared here.
+a Volcano Queue (the holds of the groups of that API). PodGroups of five APIs come here, each
+read by its own converter (:func:`convert_group`); a Workload-API PodGroup with the ``basic``
+policy makes no gang: its pods are placed again, one by one. A gang's ``hold`` is its Volcano
+queue's verdict, else a scheduling gate of one of its pods (:meth:`GangEvents._hold`). It works
+on the cache's attributes, declared here.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from phalanx.k8s import (
     workload_from_dict,
     workload_ref,
 )
+from phalanx.k8s.apis import kai
 from phalanx.k8s.objects import VOLCANO_GROUP
 from phalanx.k8s.queues import volcano_queue_from_dict
+from phalanx.k8s.workloads import BasicGroup, pod_group_from_dict
 from phalanx.live.convert import (
     Conversions,
     Obj,
@@ -38,11 +43,29 @@ from phalanx.live.convert import (
     spec_of,
     version_of,
 )
-from phalanx.live.resources import PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS, Resource
+from phalanx.live.resources import (
+    KAI_PODGROUPS,
+    POD_GROUP_VERSIONS,
+    PODGROUPS,
+    PODGROUPS_SIGS,
+    VOLCANO_PODGROUPS,
+    Resource,
+)
 
 DELETED = "DELETED"
 #: PodGroup APIs in the order that wins when several have a group of the same name.
-GROUP_ORDER = (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS)
+GROUP_ORDER = (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS, KAI_PODGROUPS, *POD_GROUP_VERSIONS)
+#: The hold reason of a gang with a scheduling-gated member (as the simulator's).
+GATED = "SchedulingGated"
+
+
+def convert_group(resource: Resource, obj: Obj, priorities: PriorityTable) -> GangSpec | BasicGroup:
+    """A PodGroup of ``resource``'s API → its gang (or a Workload-API ``basic`` group)."""
+    if resource.group == KAI_PODGROUPS.group:
+        return kai.pod_group_from_dict(obj, priorities)
+    if resource.group == WORKLOAD_GROUP:
+        return pod_group_from_dict(obj)
+    return gang_from_dict(obj, priorities)
 
 
 class GangEvents:
@@ -65,6 +88,10 @@ class GangEvents:
     _priorities: PriorityTable
     _salt: object
     _queues: dict[str, Obj] | None
+    _from_object: set[str]
+    _basic: set[str]
+    _gated: dict[str, dict[str, tuple[str, ...]]]
+    members: dict[tuple[str, str], dict[str, Obj]]
 
     def _pod(self, kind: str, obj: Obj, now: float) -> None:
         raise NotImplementedError
@@ -79,6 +106,7 @@ class GangEvents:
         key = key_of(obj)
         specs = self._groups.setdefault(key, {})
         self.groups_touched.add((resource.group, key))
+        spec: GangSpec | BasicGroup | None = None
         if kind == DELETED:
             specs.pop(resource.group, None)
             self._group_objs.pop((resource.group, key), None)
@@ -86,13 +114,21 @@ class GangEvents:
             self.rejections.accept("PodGroup", key)
         else:
             self._group_objs[(resource.group, key)] = obj
-            convert = partial(gang_from_dict, priorities=self._priorities)
+            convert = partial(convert_group, resource, priorities=self._priorities)
             memo = f"PodGroup.{resource.group}"
             spec = self._convert("PodGroup", obj, convert, self._salt, memo)
-            if spec is None:
-                specs.pop(resource.group, None)
-            else:
+            if isinstance(spec, GangSpec):
                 specs[resource.group] = spec
+            else:
+                specs.pop(resource.group, None)
+        if resource.group == WORKLOAD_GROUP:
+            basic = kind != DELETED and isinstance(spec, BasicGroup)
+            if basic != (key in self._basic):  # its pods are placed one by one, or no more
+                (self._basic.add if basic else self._basic.discard)(key)
+                self._sync_gang(key, now)
+                for pod in list(self.members.get((WORKLOAD_GROUP, key), {}).values()):
+                    self._pod("MODIFIED", pod, now)
+                return
         self._sync_gang(key, now)
 
     def _sync_gang(self, key: str, now: float) -> None:
@@ -102,26 +138,35 @@ class GangEvents:
         if spec is None:
             if not specs:
                 self._groups.pop(key, None)
-            if gang is not None and gang.spec is not None and gang.spec.api != WORKLOAD_GROUP:
+            if gang is not None and key in self._from_object:
+                self._from_object.discard(key)
                 self.touched.add(gang.ident)
                 self.state.remove_gang(key)
             return
         if key not in self.state.gangs:
             self.fresh.add(key)
+        self._from_object.add(key)
         gang = self.state.update_gang(spec, now)
-        gang.hold = self._hold(spec)
+        gang.hold = self._hold(key, spec)
         self.touched.add(gang.ident)
 
-    def _hold(self, spec: GangSpec) -> tuple[str, str] | None:
-        if self._queues is None or spec.api != VOLCANO_GROUP:
+    def _hold(self, key: str, spec: GangSpec | None) -> tuple[str, str] | None:
+        """Why gang ``key`` may not be scheduled now: its Volcano queue, or a gated pod."""
+        if self._queues is not None and spec is not None and spec.api == VOLCANO_GROUP:
+            held = queue_hold(spec.queue, self._queues)
+            if held is not None:
+                return held
+        gated = self._gated.get(key)
+        if not gated:
             return None
-        return queue_hold(spec.queue, self._queues)
+        pod, gates = min(gated.items())
+        return (GATED, f"pod {pod} is gated ({', '.join(gates)}): waits for its gates' removal")
 
     def _rehold(self) -> None:
         for key in self._groups:
             gang = self.state.gangs.get(key)
             if gang is not None and gang.spec is not None:
-                gang.hold = self._hold(gang.spec)
+                gang.hold = self._hold(key, gang.spec)
                 self.state.unblock(gang)
                 self.touched.add(gang.ident)
 
@@ -183,6 +228,8 @@ class GangEvents:
             return dataclasses.replace(spec, gang=None)  # basic: scheduled pod by pod
         self._workload_gangs.setdefault(key, set()).add(gang.key)
         current = self.state.gangs.get(gang.key)
+        if gang.key in self._from_object:
+            return spec  # a PodGroup object of the same name owns the gang
         if current is None or current.spec is None or current.spec.api == WORKLOAD_GROUP:
             if current is None:
                 self.fresh.add(gang.key)
@@ -198,7 +245,7 @@ class GangEvents:
             self._classes[key_of(obj)] = obj
         self._reprioritise()
         for (name, _), group in list(self._group_objs.items()):
-            resource = next(r for r in GROUP_ORDER if r.group == name)
+            resource = next(r for r in GROUP_ORDER if r.group == name)  # converters go by group
             self._podgroup(resource, "MODIFIED", group, now)
         pods = [*self.pods.values(), *(p for ps in self._parked.values() for p in ps.values())]
         pods += [o for k, o in self.rejections.objects.items() if k.startswith("Pod/")]

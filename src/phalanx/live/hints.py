@@ -19,7 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.live.resources import PODS, VOLCANO_QUEUES, WORKLOADS, Resource, object_key
+from phalanx.live.resources import (
+    POD_GROUP_VERSIONS,
+    PODS,
+    VOLCANO_QUEUES,
+    WORKLOAD_VERSIONS,
+    Resource,
+    object_key,
+)
+
+#: Built-in gang objects (the Workload API): their generation tells spec from status changes.
+BUILT_IN_GANG_OBJECTS = frozenset((*WORKLOAD_VERSIONS, *POD_GROUP_VERSIONS))
 
 Obj = dict[str, Any]
 
@@ -45,7 +55,7 @@ class WakeHints:
     def wakes(self, resource: Resource, kind: str, obj: Obj) -> bool:
         if resource is PODS:
             return pod_event_wakes(kind, obj, self.scheduler_name)
-        if resource is VOLCANO_QUEUES or not (resource.custom or resource is WORKLOADS):
+        if resource is VOLCANO_QUEUES or not (resource.custom or resource in BUILT_IN_GANG_OBJECTS):
             return True
         return self._spec_changed(resource, kind, obj)
 

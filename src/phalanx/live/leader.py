@@ -179,8 +179,11 @@ class LeaderElector:
             return False
 
     async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:
+        # asyncio.timeout, not wait_for: on Python 3.11 a cancel that lands as wait_for times
+        # out becomes a TimeoutError, and a crashed leader's renewal would go on for ever
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await stop.wait()
 
     async def _acquire(self, stop: asyncio.Event) -> bool:
         while not stop.is_set():
@@ -201,7 +204,8 @@ class LeaderElector:
             renewed = False
             if attempt_deadline > 0:
                 try:
-                    renewed = await asyncio.wait_for(self._attempt(), attempt_deadline)
+                    async with asyncio.timeout(attempt_deadline):
+                        renewed = await self._attempt()
                 except TimeoutError:
                     renewed = False
             if renewed:

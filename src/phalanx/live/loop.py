@@ -1,8 +1,10 @@
 """The live scheduling loop: the simulator's engine, binding through the Kubernetes API.
 
 :class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses and every gang API
-(PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io`` and ``scheduling.volcano.sh``
-with Volcano's Queues, ``scheduling.k8s.io`` Workloads). At start-up, once the informers have
+(PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io``, ``scheduling.volcano.sh``
+with Volcano's Queues, and ``scheduling.run.ai`` (KAI); the Workload API's Workloads and
+PodGroups of the newest version the server's discovery lists, looked up again every
+``recheck_missing`` seconds while one is not served). At start-up, once the informers have
 listed, :class:`~phalanx.live.cache.ClusterCache` builds the one
 :class:`~phalanx.cluster.state.ClusterState`; from then on every watch event changes it in
 place (never a rebuild). One cycle (:meth:`LiveScheduler.run_once`):
@@ -46,6 +48,9 @@ from phalanx.framework.session import CycleResult
 from phalanx.live.backend import LiveBackend
 from phalanx.live.cache import ClusterCache, Obj, Snapshot
 from phalanx.live.client import KubeClient
+from phalanx.live.discovery import newest_served
+from phalanx.live.errors import LiveError
+from phalanx.live.gang_events import GROUP_ORDER
 from phalanx.live.hints import WakeHints, pod_event_wakes
 from phalanx.live.informer import DELETED, Backoff, Informer
 from phalanx.live.recovery import (
@@ -57,9 +62,11 @@ from phalanx.live.recovery import (
 )
 from phalanx.live.resources import (
     DEFAULT_SCHEDULER_NAME,
+    KAI_PODGROUPS,
     KAI_TOPOLOGIES,
     KUEUE_TOPOLOGIES,
     NODES,
+    POD_GROUP_VERSIONS,
     PODGROUP_RESOURCES,
     PODGROUPS,
     PODGROUPS_SIGS,
@@ -69,7 +76,7 @@ from phalanx.live.resources import (
     VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
-    WORKLOADS,
+    WORKLOAD_VERSIONS,
     Resource,
 )
 from phalanx.live.status import (
@@ -132,26 +139,27 @@ class LiveScheduler:
         )
         self.cache = ClusterCache(scheduler_name, topology=topology)
         self.bind_concurrency = bind_concurrency
-        self.informers: dict[Resource, Informer] = {
-            resource: Informer(
-                client,
-                resource,
-                partial(self._on_event, resource),
-                backoff=backoff,
-                recheck_missing=recheck_missing,
-            )
-            for resource in (
-                NODES,
-                PODS,
-                PODGROUPS,
-                PODGROUPS_SIGS,
-                VOLCANO_PODGROUPS,
-                VOLCANO_QUEUES,
-                WORKLOADS,
-                PRIORITY_CLASSES,
-                *TOPOLOGY_RESOURCES,
-            )
-        }
+        self._backoff = backoff
+        self.recheck_missing = recheck_missing
+        self.informers: dict[Resource, Informer] = {}
+        for resource in (
+            NODES,
+            PODS,
+            PODGROUPS,
+            PODGROUPS_SIGS,
+            VOLCANO_PODGROUPS,
+            VOLCANO_QUEUES,
+            KAI_PODGROUPS,
+            PRIORITY_CLASSES,
+            *TOPOLOGY_RESOURCES,
+        ):
+            self._inform(resource)
+        #: the Workload API's resources being watched (discovered at start-up; None: not served)
+        self.workloads: Resource | None = None
+        self.pod_groups: Resource | None = None
+        #: API group → the PodGroup resource watched for it (status writes, Events)
+        self.group_resources = dict(PODGROUP_RESOURCES)
+        self._discovering: asyncio.Task[None] | None = None
         self.recovery = recovery or RecoveryConfig()
         self.partial = PartialBinds(
             client,
@@ -238,9 +246,56 @@ class LiveScheduler:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     # -- lifecycle -------------------------------------------------------------------------
+    def _inform(self, resource: Resource) -> Informer:
+        informer = Informer(
+            self.client,
+            resource,
+            partial(self._on_event, resource),
+            backoff=self._backoff,
+            recheck_missing=self.recheck_missing,
+        )
+        self.informers[resource] = informer
+        return informer
+
+    async def discover(self) -> bool:
+        """Watch the newest Workload and PodGroup versions of the Workload API the server
+        serves (informers started at once once the state is built); True when both were
+        found, so there is nothing left to look for."""
+        try:
+            found = [await newest_served(self.client, WORKLOAD_VERSIONS)]
+            found.append(await newest_served(self.client, POD_GROUP_VERSIONS))
+        except LiveError as exc:
+            logger.debug("discovery of the Workload API failed: %s", exc)
+            return False
+        workloads, pod_groups = found
+        if workloads is not None and self.workloads is None:
+            self.workloads = workloads
+        if pod_groups is not None and self.pod_groups is None:
+            self.pod_groups = pod_groups
+            self.group_resources[pod_groups.group] = pod_groups
+        for resource in (self.workloads, self.pod_groups):
+            if resource is not None and resource not in self.informers:
+                logger.info("the server serves %s; watching it", resource)
+                informer = self._inform(resource)
+                if self.cache.started:
+                    informer.start()
+        return self.workloads is not None and self.pod_groups is not None
+
+    async def _rediscover(self) -> None:
+        """Look for the Workload API again until it is served (a version enabled later)."""
+        assert self.recheck_missing is not None
+        delay = min(1.0, self.recheck_missing)
+        while True:
+            await asyncio.sleep(delay)
+            if await self.discover():
+                return
+            delay = min(delay * 2, self.recheck_missing)
+
     async def start(self, timeout: float | None = 30.0) -> None:
-        """Start the informers, wait for their first lists, and build the state from them
-        (once: from then on the watch changes it)."""
+        """Find which Workload API versions are served, start the informers, wait for their
+        first lists, and build the state from them (once: from then on the watch changes
+        it)."""
+        complete = await self.discover()
         for informer in self.informers.values():
             informer.start()
         await asyncio.gather(*(i.wait_synced(timeout) for i in self.informers.values()))
@@ -249,8 +304,8 @@ class LiveScheduler:
             self.cache.start(
                 nodes=self.objects(NODES),
                 pods=self.objects(PODS),
-                groups={r: self.objects(r) for r in PODGROUP_RESOURCES.values()},
-                workloads=self.objects(WORKLOADS),
+                groups={r: self.objects(r) for r in self.group_resources.values()},
+                workloads=self.objects(self.workloads) if self.workloads else (),
                 priority_classes=self.objects(PRIORITY_CLASSES),
                 volcano_queues=None if queues.missing else self.objects(VOLCANO_QUEUES),
                 topologies=[*self.objects(KUEUE_TOPOLOGIES), *self.objects(KAI_TOPOLOGIES)],
@@ -258,14 +313,20 @@ class LiveScheduler:
                 now=time.time(),
             )
             gc.freeze()  # the start-up objects live on: full collections need not walk them
+        if not complete and self.recheck_missing is not None and self._discovering is None:
+            self._discovering = asyncio.create_task(self._rediscover())
 
     async def stop(self) -> None:
         """Stop the informers once binds in flight are done; Events still queued are written
         first (bounded wait)."""
         await self.settle()
+        discovering, self._discovering = self._discovering, None
+        if discovering is not None:
+            discovering.cancel()  # (a gather: a cancellation of this task is not swallowed)
+            await asyncio.gather(discovering, return_exceptions=True)
         if self.status is not None:
             await self.status.aclose()
-        await asyncio.gather(*(i.stop() for i in self.informers.values()))
+        await asyncio.gather(*(i.stop() for i in list(self.informers.values())))
 
     async def __aenter__(self) -> LiveScheduler:
         await self.start()
@@ -276,7 +337,7 @@ class LiveScheduler:
 
     def _on_event(self, resource: Resource, kind: str, obj: Obj) -> None:
         self.cache.event(resource, kind, obj, time.time())
-        if kind == DELETED and self.status is not None and resource.group in PODGROUP_RESOURCES:
+        if kind == DELETED and self.status is not None and resource in GROUP_ORDER:
             self.status.forget(resource, obj)
         if self.hints.wakes(resource, kind, obj):
             self._wake.set()
@@ -292,7 +353,7 @@ class LiveScheduler:
     def group(self, ident: str) -> Obj | None:
         """The PodGroup object (with kind) of gang ``ident``, if it has one."""
         gang = self.cache.state.gangs.get(ident)
-        resource = podgroup_resource(gang) if gang is not None else None
+        resource = podgroup_resource(gang, self.group_resources) if gang is not None else None
         if resource is None:
             return None
         group = self.informers[resource].store.get(ident)
@@ -351,7 +412,7 @@ class LiveScheduler:
         assert self.status is not None
         targets: dict[tuple[str, str], tuple[Resource, Obj]] = {}
         for api, key in touched:
-            resource = PODGROUP_RESOURCES.get(api)
+            resource = self.group_resources.get(api)
             obj = self.informers[resource].store.get(key) if resource is not None else None
             if resource is not None and obj is not None:
                 targets[(api, key)] = (resource, obj)

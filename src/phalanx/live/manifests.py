@@ -10,7 +10,8 @@ Design:
   ``minResources``, ``scheduleTimeoutSeconds``; status ``phase``, ``occupiedBy``, pod counts,
   ``scheduleStartTime``), not copied from upstream. ``minMember`` is optional, as upstream, so
   PodGroups written for scheduler-plugins stay valid. The old ``scheduling.sigs.k8s.io`` group,
-  Volcano and the Workload API are only read if a cluster already serves them.
+  Volcano, KAI (``scheduling.run.ai``) and the Workload API (``scheduling.k8s.io`` Workloads
+  and PodGroups) are only read, and their PodGroup status written, if a cluster serves them.
 - **RBAC, least privilege**: one ClusterRole with exactly the verbs the scheduler uses (no
   wildcards, no ``update`` where ``patch`` is enough); the leader-election Lease is granted by
   a Role in the scheduler's own namespace instead of cluster-wide.
@@ -36,7 +37,13 @@ DEFAULT_IMAGE = "ghcr.io/phalanx-sched/phalanx:0.1.0"
 METRICS_PORT = 8080
 RUN_AS = 65532
 
-_PODGROUP_GROUPS = ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io", "scheduling.volcano.sh")
+_PODGROUP_GROUPS = (
+    "scheduling.x-k8s.io",
+    "scheduling.sigs.k8s.io",
+    "scheduling.volcano.sh",
+    "scheduling.run.ai",
+    "scheduling.k8s.io",
+)
 
 
 def _rule(groups: tuple[str, ...], resources: tuple[str, ...], verbs: tuple[str, ...]) -> Manifest:

@@ -4,8 +4,12 @@ Design: a :class:`Resource` is the (group, version, plural) triple plus the fact
 without discovery: its kind, whether it is namespaced, whether it has a ``status`` subresource,
 and whether it is a custom resource (CRDs accept JSON merge patch but not strategic merge
 patch). The constants below are the fixed set phalanx uses; optional APIs (PodGroup CRDs of
-scheduler-plugins in both groups, Volcano's PodGroup and Queue, the alpha Workload API) may be
-absent from a cluster — the informer finds out from a 404 on its first list.
+scheduler-plugins in both groups, Volcano's PodGroup and Queue, KAI's PodGroup) may be
+absent from a cluster — the informer finds out from a 404 on its first list. The Workload API
+(``scheduling.k8s.io``: Workloads, and standalone PodGroups from ``v1alpha2``) is served in
+different versions by different Kubernetes releases, so its versions are listed newest first
+(:data:`WORKLOAD_VERSIONS`, :data:`POD_GROUP_VERSIONS`) and the live scheduler watches the
+newest one the server's discovery lists (:mod:`phalanx.live.discovery`).
 """
 
 from __future__ import annotations
@@ -113,15 +117,34 @@ VOLCANO_QUEUES = Resource(
     status_subresource=True,
     custom=True,
 )
-#: Kubernetes 1.35 alpha Workload (pods join via ``spec.workloadRef``); built in, not a CRD.
-WORKLOADS = Resource(
-    "scheduling.k8s.io",
-    "v1alpha1",
-    "workloads",
-    "Workload",
+#: KAI-Scheduler's PodGroup (pods join by the ``pod-group-name`` annotation or label).
+KAI_PODGROUPS = Resource(
+    "scheduling.run.ai",
+    "v2alpha2",
+    "podgroups",
+    "PodGroup",
     namespaced=True,
     status_subresource=True,
+    custom=True,
 )
+
+
+def _workload_api(version: str, plural: str, kind: str) -> Resource:
+    """A resource of the built-in Workload API (``scheduling.k8s.io``; not a CRD)."""
+    return Resource("scheduling.k8s.io", version, plural, kind, True, status_subresource=True)
+
+
+#: Kubernetes 1.35 alpha Workload (pods join via ``spec.workloadRef``).
+WORKLOADS = _workload_api("v1alpha1", "workloads", "Workload")
+#: 1.36/1.37 Workloads (``podGroupTemplates``) and their standalone PodGroups (pods join via
+#: ``spec.schedulingGroup.podGroupName``).
+WORKLOADS_V1ALPHA2 = _workload_api("v1alpha2", "workloads", "Workload")
+WORKLOADS_V1BETA1 = _workload_api("v1beta1", "workloads", "Workload")
+WORKLOAD_PODGROUPS_V1ALPHA2 = _workload_api("v1alpha2", "podgroups", "PodGroup")
+WORKLOAD_PODGROUPS_V1BETA1 = _workload_api("v1beta1", "podgroups", "PodGroup")
+#: The Workload API's versions, newest first: the newest one served is watched.
+WORKLOAD_VERSIONS = (WORKLOADS_V1BETA1, WORKLOADS_V1ALPHA2, WORKLOADS)
+POD_GROUP_VERSIONS = (WORKLOAD_PODGROUPS_V1BETA1, WORKLOAD_PODGROUPS_V1ALPHA2)
 
 #: Topology objects (cluster-scoped CRDs; any of them may be missing): see docs/topology.md.
 KUEUE_TOPOLOGIES = Resource(
@@ -135,7 +158,11 @@ VOLCANO_HYPERNODES = Resource(
 )
 TOPOLOGY_RESOURCES = (KUEUE_TOPOLOGIES, KAI_TOPOLOGIES, VOLCANO_HYPERNODES)
 
-#: Every gang API phalanx understands; any of them may be missing from a cluster.
+#: The gang APIs of a fixed version (any may be missing from a cluster); KAI's PodGroup and
+#: the Workload API's versions are listed beside them.
 GANG_RESOURCES = (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS, WORKLOADS)
-#: API group → its PodGroup resource (the gang APIs with a PodGroup object and status).
-PODGROUP_RESOURCES = {r.group: r for r in (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS)}
+#: API group → its PodGroup resource (the gang APIs with a PodGroup object and status; the
+#: Workload API's PodGroup joins them once discovery found the version served).
+PODGROUP_RESOURCES = {
+    r.group: r for r in (PODGROUPS, PODGROUPS_SIGS, VOLCANO_PODGROUPS, KAI_PODGROUPS)
+}

@@ -8,8 +8,11 @@ Design:
   in each API's vocabulary (:mod:`phalanx.live.group_status`: scheduler-plugins phases and
   counts for ``scheduling.x-k8s.io`` and ``scheduling.sigs.k8s.io``; Volcano phases,
   ``Inqueue`` admission and ``Unschedulable``/``Scheduled`` conditions for
-  ``scheduling.volcano.sh``). Pods join their group by the same keys the converter reads; the
-  cache keeps that index (:attr:`~phalanx.live.cache.ClusterCache.members`).
+  ``scheduling.volcano.sh``; :mod:`phalanx.live.api_status`: KAI's ``schedulingConditions``
+  and counts for ``scheduling.run.ai``, the Workload API's ``PodGroupScheduled`` or
+  ``PodGroupInitiallyScheduled`` condition by version for ``scheduling.k8s.io``). Pods join
+  their group by the same keys the converter reads; the cache keeps that index
+  (:attr:`~phalanx.live.cache.ClusterCache.members`).
 - :class:`StatusWriter` writes a desired status through the ``/status`` subresource with a
   JSON merge patch (CRDs refuse strategic merge) that carries every managed field (lists, such
   as Volcano's ``conditions``, are sent whole: merge patches replace lists). It writes only
@@ -38,7 +41,10 @@ import numpy as np
 
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import GangInfo
+from phalanx.k8s import WORKLOAD_GROUP
+from phalanx.k8s.apis import kai
 from phalanx.live import events
+from phalanx.live.api_status import KAI_FIELDS, WORKLOAD_FIELDS, kai_status, workload_status
 from phalanx.live.cache import group_of
 from phalanx.live.client import KubeClient, Obj
 from phalanx.live.errors import LiveError
@@ -85,8 +91,16 @@ class Desired:
     status: Obj
 
 
+#: API group → the status fields phalanx manages, where not scheduler-plugins'.
+FIELDS = {
+    VOLCANO_PODGROUPS.group: VOLCANO_FIELDS,
+    kai.API: KAI_FIELDS,
+    WORKLOAD_GROUP: WORKLOAD_FIELDS,
+}
+
+
 def _fields(resource: Resource) -> tuple[str, ...]:
-    return VOLCANO_FIELDS if resource is VOLCANO_PODGROUPS else SCHEDULER_PLUGINS_FIELDS
+    return FIELDS.get(resource.group, SCHEDULER_PLUGINS_FIELDS)
 
 
 class StatusWriter:
@@ -299,12 +313,18 @@ def plan(
         group = writer.current(resource, obj)
         key = _object_key(group)
         mine = list(members.get((resource.group, key), {}).values())
-        if resource is not VOLCANO_PODGROUPS:
+        if resource.group not in FIELDS:
             out.append(Desired(resource, group, group_status(group, mine)))
             continue
         gang = state.gangs.get(key)
         if gang is not None and (gang.spec is None or gang.spec.api != resource.group):
             gang = None  # a same-named group of another API owns the gang
+        if resource.group == kai.API:
+            out.append(Desired(resource, group, kai_status(group, mine, _verdict(gang))))
+            continue
+        if resource.group == WORKLOAD_GROUP:
+            out.append(Desired(resource, group, workload_status(group, _verdict(gang))))
+            continue
         bound = [i for i, pod in enumerate(mine) if _object_key(pod) in assumed]
         status = volcano_status(
             group, mine, assumed=bound, verdict=_verdict(gang), admitted=key in admitted
@@ -313,11 +333,14 @@ def plan(
     return out
 
 
-def podgroup_resource(gang: GangInfo) -> Resource | None:
-    """The PodGroup resource of ``gang``'s API (None: an implicit gang or a Workload)."""
+def podgroup_resource(
+    gang: GangInfo, resources: Mapping[str, Resource] = PODGROUP_RESOURCES
+) -> Resource | None:
+    """The PodGroup resource of ``gang``'s API in ``resources`` (API group → the resource
+    watched; None: an implicit gang, or an API not watched)."""
     if gang.spec is None:
         return None
-    return PODGROUP_RESOURCES.get(gang.spec.api)
+    return resources.get(gang.spec.api)
 
 
 __all__ = [

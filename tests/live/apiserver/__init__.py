@@ -27,10 +27,13 @@ store directly (no HTTP, no admission) to set up or check state.
 from .registry import (
     ALL_CRDS,
     BUILTIN,
+    KAI_PODGROUPS,
     PODGROUPS_SIGS,
     PODGROUPS_X,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
+    WORKLOAD_API_V1ALPHA2,
+    WORKLOAD_API_V1BETA1,
     WORKLOADS,
     ResourceInfo,
 )
@@ -40,11 +43,14 @@ from .store import ApiFailure, Store
 __all__ = [
     "ALL_CRDS",
     "BUILTIN",
+    "KAI_PODGROUPS",
     "PODGROUPS_SIGS",
     "PODGROUPS_X",
     "VOLCANO_PODGROUPS",
     "VOLCANO_QUEUES",
     "WORKLOADS",
+    "WORKLOAD_API_V1ALPHA2",
+    "WORKLOAD_API_V1BETA1",
     "ApiFailure",
     "FakeApiServer",
     "FaultRule",

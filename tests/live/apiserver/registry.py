@@ -221,6 +221,33 @@ WORKLOADS = ResourceInfo(
     subresources=("status",),
 )
 
+KAI_PODGROUPS = ResourceInfo(
+    "scheduling.run.ai",
+    "v2alpha2",
+    "podgroups",
+    "PodGroup",
+    namespaced=True,
+    subresources=("status",),
+    custom=True,
+    short_names=("pg",),
+)
+
+
+def _workload_api(version: str, plural: str, kind: str) -> ResourceInfo:
+    """A resource of the built-in Workload API in ``version`` (served when its gates are on)."""
+    return ResourceInfo("scheduling.k8s.io", version, plural, kind, True, ("status",))
+
+
+#: Kubernetes 1.36 (``v1alpha2``) and 1.37 (``v1beta1``): Workloads with ``podGroupTemplates``
+#: and standalone PodGroups. Each version is its own store here (no conversion between them):
+#: a test registers the versions one cluster would serve.
+WORKLOADS_V1ALPHA2 = _workload_api("v1alpha2", "workloads", "Workload")
+PODGROUPS_V1ALPHA2 = _workload_api("v1alpha2", "podgroups", "PodGroup")
+WORKLOADS_V1BETA1 = _workload_api("v1beta1", "workloads", "Workload")
+PODGROUPS_V1BETA1 = _workload_api("v1beta1", "podgroups", "PodGroup")
+WORKLOAD_API_V1ALPHA2 = (WORKLOADS_V1ALPHA2, PODGROUPS_V1ALPHA2)
+WORKLOAD_API_V1BETA1 = (WORKLOADS_V1BETA1, PODGROUPS_V1BETA1)
+
 ALL_CRDS: tuple[ResourceInfo, ...] = (
     PODGROUPS_X,
     PODGROUPS_SIGS,
