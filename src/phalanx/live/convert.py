@@ -189,9 +189,10 @@ class Rejections:
 def orphan_message(key: str, pods: Iterable[PodInfo], rejected: Mapping[str, str]) -> str:
     """Why pods wait for the gang object ``key`` that the state does not have: it does not
     exist, or it was rejected (``rejected``: :attr:`Rejections.why`)."""
+    pods = list(pods)
     ref = next((p.spec.gang for p in pods if p.spec.gang is not None), None)
     api = ref.api if ref is not None else ""
-    if api == WORKLOAD_GROUP:
+    if api == WORKLOAD_GROUP and any(p.spec.workload_ref is not None for p in pods):
         return f"Workload pod group {key} ({api}) does not exist"
     why = rejected.get(f"PodGroup/{key}")
     if why is not None:

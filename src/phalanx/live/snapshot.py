@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from phalanx.live.client import KubeClient, Obj
 from phalanx.live.resources import (
+    KAI_PODGROUPS,
     NODES,
+    POD_GROUP_VERSIONS,
     PODGROUPS,
     PODGROUPS_SIGS,
     PODS,
     PRIORITY_CLASSES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
+    WORKLOAD_VERSIONS,
     Resource,
 )
 
@@ -35,16 +38,10 @@ OPTIONAL: tuple[tuple[Resource, ...], ...] = (
     (PODGROUPS_SIGS,),
     (VOLCANO_PODGROUPS,),
     (VOLCANO_QUEUES,),
-    (_crd("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup"),),
+    (KAI_PODGROUPS,),
     (_crd("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),),
-    tuple(
-        Resource("scheduling.k8s.io", v, "workloads", "Workload", namespaced=True)
-        for v in ("v1beta1", "v1alpha2", "v1alpha1")
-    ),
-    tuple(
-        Resource("scheduling.k8s.io", v, "podgroups", "PodGroup", namespaced=True)
-        for v in ("v1beta1", "v1alpha2")
-    ),
+    WORKLOAD_VERSIONS,
+    POD_GROUP_VERSIONS,
     *(
         tuple(_crd("kueue.x-k8s.io", v, plural, kind, namespaced) for v in ("v1beta2", "v1beta1"))
         for plural, kind, namespaced in (
