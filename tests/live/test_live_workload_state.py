@@ -180,3 +180,25 @@ async def test_a_malformed_workload_podgroup_is_one_bad_object() -> None:
             await eventually(lambda: "is invalid" in explained(), what="orphan explained")
             assert explained().startswith(f"PodGroup {NS}/bad (scheduling.k8s.io) is invalid")
         assert bound_to(server, "b-0") is None
+
+
+def test_kai_subgroups_are_roles_of_the_live_gang() -> None:
+    group = kai_group("llm", 3, "research")
+    group["spec"]["subGroups"] = [
+        {"name": "leader", "minMember": 1},
+        {"name": "workers", "minMember": 2},
+    ]
+    pods = []
+    for name, role in (("l-0", "leader"), ("w-0", "workers"), ("w-1", "workers")):
+        obj = kai_member(name, "llm")
+        obj["metadata"]["labels"]["kai.scheduler/subgroup-name"] = role
+        pods.append(obj)
+    state = (
+        ClusterCache()
+        .build(nodes=[node("node-a")], pods=pods, groups={KAI_PODGROUPS: [group]}, now=0.0)
+        .state
+    )
+    gang = state.gangs[f"{NS}/llm"]
+    assert (gang.min_member, gang.role_minimums) == (3, {"leader": 1, "workers": 2})
+    assert sorted(p.spec.role for p in gang.members) == ["leader", "workers", "workers"]
+    assert gang.spec is not None and gang.spec.queue == "research"

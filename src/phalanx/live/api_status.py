@@ -80,7 +80,7 @@ def workload_status(group: Obj, verdict: Verdict | None, now: str | None = None)
     version = str(group.get("apiVersion") or "").rpartition("/")[2]
     terminal = version in TERMINAL_VERSIONS and existing and existing.get("status") == "True"
     if verdict is None or terminal:
-        return {"conditions": conditions}
+        return {"conditions": _status(group).get("conditions")}  # as it is: nothing to write
     if verdict.placed:
         status, reason, message = "True", "Scheduled", "the gang's required pods are bound"
     else:
@@ -120,13 +120,11 @@ def kai_status(
     ours = [
         c for c in current if c.get("type") == KAI_CONDITION and c.get("nodePool") == KAI_NODE_POOL
     ]
-    conditions = [c for c in current if c not in ours]
-    if verdict is None:
-        conditions = current
-    elif not verdict.placed:
+    kept = [c for c in current if c not in ours]
+    if verdict is not None and not verdict.placed:
         since = ours[0].get("lastTransitionTime") if ours else None
         message = f"{verdict.pending}/{verdict.members} pods unschedulable: {verdict.message}"
-        conditions.append(
+        kept.append(
             {
                 "type": KAI_CONDITION,
                 "nodePool": KAI_NODE_POOL,
@@ -137,8 +135,9 @@ def kai_status(
                 "lastTransitionTime": since or now or rfc3339(),
             }
         )
+    raw = _status(group).get("schedulingConditions")
     return {
-        "schedulingConditions": conditions,
+        "schedulingConditions": raw if verdict is None else kept,  # no verdict: as it is
         "pending": counts["Pending"],
         "running": counts["Running"],
         "succeeded": counts["Succeeded"],
