@@ -9,6 +9,7 @@ from typing import Any
 
 from apiserver import WORKLOAD_API_V1BETA1
 from apiserver.harness import connected, eventually, fast_backoff
+from test_live_apis import wl_pod
 from test_live_serve import NS, bound_to, create_pod, node, pod
 from test_live_state import normalised
 from test_live_workload_apis import add, kai_group, kai_member, member, pod_group
@@ -21,6 +22,7 @@ from phalanx.live.loop import LiveScheduler
 from phalanx.live.resources import (
     KAI_PODGROUPS,
     WORKLOAD_PODGROUPS_V1BETA1,
+    WORKLOADS_V1BETA1,
     Resource,
 )
 
@@ -202,3 +204,22 @@ def test_kai_subgroups_are_roles_of_the_live_gang() -> None:
     assert (gang.min_member, gang.role_minimums) == (3, {"leader": 1, "workers": 2})
     assert sorted(p.spec.role for p in gang.members) == ["leader", "workers", "workers"]
     assert gang.spec is not None and gang.spec.queue == "research"
+
+
+async def test_a_v1beta1_workload_gang_of_workload_ref_pods_binds_whole() -> None:
+    templates = [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}]
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "job", "namespace": NS},
+        "spec": {"podGroupTemplates": templates},
+    }
+    async with connected(crds=WORKLOAD_API_V1BETA1) as (server, client):
+        server.put("v1", "nodes", node("node-a"))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await add(scheduler, client, WORKLOADS_V1BETA1, workload)
+            await create_pod(scheduler, client, wl_pod("w-0", "job", "workers", gpus=1))
+            assert (await scheduler.run_once(1.0)).binds == []
+            await create_pod(scheduler, client, wl_pod("w-1", "job", "workers", gpus=1))
+            assert len((await scheduler.run_once(2.0)).binds) == 2
+            assert scheduler.cache.state.gangs[f"{NS}/job-workers"].min_member == 2

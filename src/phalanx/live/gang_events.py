@@ -159,7 +159,7 @@ class GangEvents:
         gated = self._gated.get(key)
         if not gated:
             return None
-        pod, gates = min(gated.items())
+        pod, gates = next(iter(gated.items()))  # the longest gated (O(1): gangs can be big)
         return (GATED, f"pod {pod} is gated ({', '.join(gates)}): waits for its gates' removal")
 
     def _rehold(self) -> None:

@@ -35,7 +35,8 @@ the API but never set.)
   Volcano session uid) is not written.
 - ``running``, ``succeeded``, ``failed``: member pods by phase.
 
-The Kubernetes Workload API (``scheduling.k8s.io/v1alpha1``) has no status to write.
+KAI-Scheduler's and the Kubernetes Workload API's PodGroups are written by
+:mod:`phalanx.live.api_status`; Workloads themselves have no status to write.
 """
 
 from __future__ import annotations
