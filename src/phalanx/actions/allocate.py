@@ -190,7 +190,16 @@ def _signature(unit: Unit) -> Signature:
     else:
         shapes = tuple(sorted(map(_shape, unit.pods), key=lambda s: (s[0], s[2], s[3])))
     spec = gang.spec
-    topology = None if spec is None else (spec.topology, tuple(sorted(spec.role_topology.items())))
+    topology = (
+        None
+        if spec is None
+        else (
+            spec.topology,
+            tuple(sorted(spec.role_topology.items())),
+            tuple(sorted(spec.role_parents.items())),
+            spec.subgroups,
+        )
+    )
     return (gang.min_member - gang.placed, gang.ready(), roles, shapes, topology)
 
 

@@ -129,6 +129,22 @@ class TopologyConstraint:
 
 
 @dataclass(frozen=True, slots=True)
+class SubgroupTopology:
+    """One Volcano ``subGroupPolicy`` entry (a Volcano Job's ``partitionPolicy`` becomes one):
+    the gang's pods whose labels match ``match_labels`` and ``match_expressions`` are split by
+    the values of their ``keys`` labels (pods lacking one are not in it), and each such
+    subgroup is placed under ``constraint``; a domain must hold ``size`` of its pods (at least
+    one) for the subgroup to be placed there."""
+
+    name: str
+    constraint: TopologyConstraint
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+    keys: tuple[str, ...] = ()
+    size: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class PodSpec:
     namespace: str
     name: str
@@ -182,6 +198,10 @@ class GangSpec:
     groups: tuple[str, ...] = ()
     topology: TopologyConstraint | None = None  # the whole gang's constraint
     role_topology: dict[str, TopologyConstraint] = field(default_factory=dict)  # per role
+    #: KAI subgroup tree: subgroup → its parent subgroup (whose ``role_topology`` constraint
+    #: holds all the pods of its descendants)
+    role_parents: dict[str, str] = field(default_factory=dict)
+    subgroups: tuple[SubgroupTopology, ...] = ()  # Volcano subGroupPolicy / partitionPolicy
     duration: float | None = None  # the truth the simulator ends it by; never scheduled on
     runtime_hints: RuntimeHints = ()
     deadline: Deadline | None = None

@@ -160,7 +160,7 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
         else:
             seconds = get_int(spec, "scheduleTimeoutSeconds", "spec", minimum=0)
             timeout = None if seconds is None else float(seconds)
-        topology, role_topology = gang_topology(pg, annotations)
+        topology = gang_topology(pg, annotations)
         return GangSpec(
             namespace=namespace_of(pg),
             name=name,
@@ -172,8 +172,10 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
             timeout_seconds=timeout,
             min_resources=get_resources(spec, "minResources", "spec"),
             duration=duration_annotation(annotations, DURATION),
-            topology=topology,
-            role_topology=role_topology,
+            topology=topology.constraint,
+            role_topology=topology.roles,
+            role_parents=topology.parents,
+            subgroups=topology.subgroups,
             runtime_hints=runtime_hints(annotations, labels_of(pg)),
             deadline=deadline_of(annotations),
         )

@@ -1,7 +1,8 @@
 """Pass 4 of loading: references between objects.
 
 The Workload API's ``workloadRef`` becomes the gang of its pod group (``basic`` groups: no
-gang); a pod naming a ``basic`` standalone PodGroup is ungrouped; then every gang a pod, Job
+gang); a pod naming a ``basic`` standalone PodGroup is ungrouped; a standalone PodGroup with no
+constraint of its own takes its template's (``podGroupTemplateRef``); then every gang a pod, Job
 template or controller template names must exist — a PodGroup object, a gang a controller
 makes, or one a pod declares itself. Members of an object that failed to convert are not
 reported again.
@@ -19,7 +20,7 @@ from phalanx.api.workload import Item, Timing
 from phalanx.k8s.fields import Obj
 from phalanx.k8s.kindtable import Converted, Kind
 from phalanx.k8s.pods import gang_field
-from phalanx.k8s.workloads import WORKLOAD_GROUP, BasicGroup, WorkloadSpec
+from phalanx.k8s.workloads import WORKLOAD_GROUP, BasicGroup, WorkloadSpec, template_ref
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class Resolver:
         resolved: list[tuple[Doc, Converted, Timing]] = []
         for doc, spec, timing in self.kept:
             try:
-                resolved.append((doc, self._resolve(spec), timing))
+                resolved.append((doc, self._resolve(self._templated(doc, spec)), timing))
             except InputError as exc:
                 self.errors.append(exc.located(source=doc.source, obj=doc.label))
         items: list[Item] = []
@@ -66,6 +67,22 @@ class Resolver:
                 items.append(Item(spec=spec, timing=timing, source=doc.source))
         self._check(resolved, items)
         return items
+
+    def _templated(self, doc: Doc, spec: Converted) -> Converted:
+        """A Workload-API PodGroup without a topology constraint, given its template's."""
+        if not isinstance(spec, GangSpec) or spec.api != WORKLOAD_GROUP or spec.topology:
+            return spec
+        ref = template_ref(doc.obj)
+        workload = None if ref is None else self.workloads.get(f"{spec.namespace}/{ref[0]}")
+        if ref is None or workload is None:
+            return spec  # the Workload is not in the input: nothing to copy
+        if ref[1] not in workload.pod_groups:
+            raise InputError(
+                f"Workload {workload.key} has no pod group template {ref[1]!r}",
+                field="spec.podGroupTemplateRef",
+            )
+        constraint = workload.constraints.get(ref[1])
+        return spec if constraint is None else dataclasses.replace(spec, topology=constraint)
 
     def _resolve(self, spec: Converted) -> Converted:
         if isinstance(spec, PodSpec):

@@ -20,10 +20,15 @@ Constraints (:func:`gang_topology` on a PodGroup, :func:`pod_topology` on pod an
   highestTierAllowed, highestTierName}`` or the annotations
   ``volcano.sh/network-topology-mode`` / ``volcano.sh/network-topology-highest-tier``. hard →
   required at ``tier:N`` (or the tier name); soft → preferred there (``tier:1`` when no tier).
+- Volcano PodGroup ``spec.subGroupPolicy[] {name, networkTopology, subGroupSize,
+  minSubGroups, labelSelector, matchLabelKeys}`` → :class:`~phalanx.api.specs.SubgroupTopology`
+  (a Volcano Job's ``partitionPolicy`` is turned into one by :mod:`phalanx.k8s.kinds.volcano`).
 - KAI PodGroup: ``spec.topologyConstraint {topology, requiredTopologyLevel,
-  preferredTopologyLevel}`` and ``spec.subGroups[] {name, topologyConstraint}`` (per role, the
-  role being the subgroup name); the annotations ``kai.scheduler/topology``,
-  ``kai.scheduler/topology-required-placement`` and ``-preferred-placement``.
+  preferredTopologyLevel}`` and ``spec.subGroups[] {name, parent, topologyConstraint}`` (per
+  role, the role being the subgroup name; a parent's constraint holds all the pods of its
+  descendants; an unknown parent or a cycle is an error); the annotations
+  ``kai.scheduler/topology``, ``kai.scheduler/topology-required-placement`` and
+  ``-preferred-placement``.
 - Kueue pod-template annotations: ``kueue.x-k8s.io/podset-required-topology``,
   ``podset-preferred-topology`` (mutually exclusive), ``podset-unconstrained-topology``,
   ``podset-slice-required-topology`` with ``podset-slice-size`` (a positive integer).
@@ -33,9 +38,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.api.specs import TopologyConstraint
+from phalanx.api.specs import Requirement, SubgroupTopology, TopologyConstraint
 from phalanx.api.topology import HyperNodeSpec, MemberSelector, TopologySpec
 from phalanx.k8s.fields import (
     Obj,
@@ -52,6 +58,7 @@ from phalanx.k8s.fields import (
     get_string_map,
 )
 from phalanx.k8s.meta import annotation_path, describing, name_of, object_label, root
+from phalanx.k8s.placement import _requirement
 
 KUEUE_TOPOLOGY_VERSIONS = tuple(f"kueue.x-k8s.io/{v}" for v in ("v1alpha1", "v1beta1", "v1beta2"))
 KAI_TOPOLOGY_VERSIONS = ("kai.scheduler/v1alpha1",)
@@ -156,14 +163,21 @@ def _member(raw: object, path: str) -> MemberSelector:
 
 
 # -- constraints --------------------------------------------------------------------------------
-def gang_topology(
-    obj: Obj, annotations: Mapping[str, str]
-) -> tuple[TopologyConstraint | None, dict[str, TopologyConstraint]]:
-    """A PodGroup's (or Volcano Job's) gang-level constraint and its per-role constraints."""
+@dataclass(frozen=True, slots=True)
+class GangTopology:
+    """Every topology constraint a gang declaration carries."""
+
+    constraint: TopologyConstraint | None = None  # the whole gang's
+    roles: dict[str, TopologyConstraint] = field(default_factory=dict)  # per (KAI) subgroup
+    parents: dict[str, str] = field(default_factory=dict)  # KAI subgroup → parent subgroup
+    subgroups: tuple[SubgroupTopology, ...] = ()  # Volcano subGroupPolicy
+
+
+def gang_topology(obj: Obj, annotations: Mapping[str, str]) -> GangTopology:
+    """A PodGroup's (or Volcano Job's) gang-level constraint and its subgroups' constraints."""
     spec = get_mapping(obj, "spec", "")
     found: list[TopologyConstraint] = []
-    roles: dict[str, TopologyConstraint] = {}
-    workload = _workload_api(spec)
+    workload = workload_api(spec)
     if workload is not None:
         found.append(workload)
     volcano = _volcano(spec, annotations)
@@ -175,23 +189,91 @@ def gang_topology(
     annotated = kai_annotations(annotations)
     if annotated is not None:
         found.append(annotated)
-    path = "spec.subGroups"
-    for i, raw in enumerate(as_list(spec.get("subGroups"), path)):
+    if len(found) > 1:
+        fail("spec", "more than one topology constraint given (use one form)")
+    roles, parents = _kai_subgroups(spec)
+    return GangTopology(
+        found[0] if found else None, roles, parents, volcano_subgroups(spec, "spec")
+    )
+
+
+def _kai_subgroups(spec: Obj) -> tuple[dict[str, TopologyConstraint], dict[str, str]]:
+    """KAI ``spec.subGroups`` (or ``subgroups``): each one's constraint and parent."""
+    key = "subGroups" if spec.get("subGroups") is not None else "subgroups"
+    path = child("spec", key)
+    roles: dict[str, TopologyConstraint] = {}
+    parents: dict[str, str] = {}
+    names: list[str] = []
+    for i, raw in enumerate(as_list(spec.get(key), path)):
         item_path = child(path, i)
         group = as_mapping(raw, item_path)
         name = as_str(group.get("name"), child(item_path, "name"))
+        names.append(name)
         constraint = _kai(group.get("topologyConstraint"), child(item_path, "topologyConstraint"))
         if constraint is not None:
             roles[name] = constraint
-    if len(found) > 1:
-        fail("spec", "more than one topology constraint given (use one form)")
-    return (found[0] if found else None), roles
+        parent = get_str(group, "parent", item_path)
+        if parent:
+            parents[name] = parent
+    for i, name in enumerate(names):
+        above = parents.get(name)
+        if above is not None and above not in names:
+            fail(child(child(path, i), "parent"), f"parent subgroup {above!r} does not exist")
+        seen = {name}
+        while above is not None:
+            if above in seen:
+                fail(child(child(path, i), "parent"), f"subgroup {name!r} is in a parent cycle")
+            seen.add(above)
+            above = parents.get(above)
+    return roles, parents
 
 
-def _workload_api(spec: Obj) -> TopologyConstraint | None:
-    constraints = get_mapping(spec, "schedulingConstraints", "spec")
-    path = "spec.schedulingConstraints.topology"
-    items = get_list(constraints, "topology", "spec.schedulingConstraints")
+def volcano_subgroups(spec: Obj, path: str) -> tuple[SubgroupTopology, ...]:
+    """Volcano ``subGroupPolicy[] {name, networkTopology, subGroupSize (default 1),
+    labelSelector, matchLabelKeys}``; ``minSubGroups`` is validated, not modelled."""
+    out: list[SubgroupTopology] = []
+    items_path = child(path, "subGroupPolicy")
+    for i, raw in enumerate(get_list(spec, "subGroupPolicy", path)):
+        item_path = child(items_path, i)
+        item = as_mapping(raw, item_path)
+        name = get_str(item, "name", item_path)
+        if name in [s.name for s in out]:
+            fail(child(item_path, "name"), f"duplicate subGroupPolicy {name!r}")
+        size = get_int(item, "subGroupSize", item_path, minimum=1)
+        get_int(item, "minSubGroups", item_path, minimum=0)
+        labels, expressions = label_selector(item, "labelSelector", item_path)
+        keys_path = child(item_path, "matchLabelKeys")
+        keys = tuple(
+            _label_key(k, child(keys_path, j))
+            for j, k in enumerate(get_list(item, "matchLabelKeys", item_path))
+        )
+        constraint = network_topology(item, item_path) or TopologyConstraint()
+        out.append(SubgroupTopology(name, constraint, labels, expressions, keys, size or 1))
+    return tuple(out)
+
+
+def label_selector(
+    obj: Obj, key: str, parent: str
+) -> tuple[tuple[tuple[str, str], ...], tuple[Requirement, ...]]:
+    """The ``metav1.LabelSelector`` ``obj[key]``: its matchLabels and matchExpressions."""
+    path = child(parent, key)
+    selector = get_mapping(obj, key, parent)
+    labels = get_string_map(selector, "matchLabels", path)
+    expressions: list[Requirement] = []
+    exprs_path = child(path, "matchExpressions")
+    for i, raw in enumerate(get_list(selector, "matchExpressions", path)):
+        req = _requirement(raw, child(exprs_path, i))
+        if req.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            fail(child(child(exprs_path, i), "operator"), f"invalid operator {req.operator!r}")
+        expressions.append(req)
+    return tuple(sorted(labels.items())), tuple(expressions)
+
+
+def workload_api(spec: Obj, where: str = "spec") -> TopologyConstraint | None:
+    """``schedulingConstraints.topology[0].key`` of a Workload-API PodGroup or template."""
+    constraints = get_mapping(spec, "schedulingConstraints", where)
+    path = child(child(where, "schedulingConstraints"), "topology")
+    items = get_list(constraints, "topology", child(where, "schedulingConstraints"))
     if not items:
         return None
     if len(items) > 1:
@@ -201,16 +283,9 @@ def _workload_api(spec: Obj) -> TopologyConstraint | None:
 
 
 def _volcano(spec: Obj, annotations: Mapping[str, str]) -> TopologyConstraint | None:
-    path = "spec.networkTopology"
-    if spec.get("networkTopology") is not None:
-        topo = get_mapping(spec, "networkTopology", "spec")
-        mode = get_str(topo, "mode", path) or "hard"
-        tier = get_int(topo, "highestTierAllowed", path, minimum=0)
-        tier_name = get_str(topo, "highestTierName", path)
-        if tier is not None and tier_name:
-            fail(path, "highestTierAllowed and highestTierName are mutually exclusive")
-        level = tier_name or ("" if tier is None else f"tier:{tier}")
-        return _volcano_mode(mode, level, child(path, "mode"))
+    found = network_topology(spec, "spec")
+    if found is not None:
+        return found
     mode_text = annotations.get(VOLCANO_MODE)
     tier_text = annotations.get(VOLCANO_TIER)
     if mode_text is None and tier_text is None:
@@ -220,6 +295,21 @@ def _volcano(spec: Obj, annotations: Mapping[str, str]) -> TopologyConstraint | 
         tier_path = annotation_path(VOLCANO_TIER)
         level = f"tier:{check_int(_integer(tier_text, tier_path), tier_path, minimum=0)}"
     return _volcano_mode(mode_text or "hard", level, annotation_path(VOLCANO_MODE))
+
+
+def network_topology(obj: Obj, path: str) -> TopologyConstraint | None:
+    """Volcano ``networkTopology {mode, highestTierAllowed | highestTierName}`` in ``obj``."""
+    if obj.get("networkTopology") is None:
+        return None
+    topo_path = child(path, "networkTopology")
+    topo = get_mapping(obj, "networkTopology", path)
+    mode = get_str(topo, "mode", topo_path) or "hard"
+    tier = get_int(topo, "highestTierAllowed", topo_path, minimum=0)
+    tier_name = get_str(topo, "highestTierName", topo_path)
+    if tier is not None and tier_name:
+        fail(topo_path, "highestTierAllowed and highestTierName are mutually exclusive")
+    level = tier_name or ("" if tier is None else f"tier:{tier}")
+    return _volcano_mode(mode, level, child(topo_path, "mode"))
 
 
 def _volcano_mode(mode: str, level: str, path: str) -> TopologyConstraint:

@@ -11,11 +11,15 @@ The gang's name is derived deterministically: ``WORKLOAD-PODGROUP`` or
 ``WORKLOAD-PODGROUP-REPLICAKEY`` (:func:`workload_gang_name`); its API is ``scheduling.k8s.io``.
 
 ``v1alpha2`` and ``v1beta1`` (1.36/1.37): a Workload lists ``spec.podGroupTemplates[{name,
-schedulingPolicy{gang{minCount} | basic{}}}]`` (read like v1alpha1's pod groups, so
-``workloadRef`` still resolves against them); the runtime unit is a standalone ``PodGroup``
-(``spec.schedulingPolicy``, optional ``spec.podGroupTemplateRef`` and
-``spec.schedulingConstraints``, validated as maps and not modelled), which a pod joins with
-``spec.schedulingGroup.podGroupName``. A ``basic`` PodGroup groups without a gang.
+schedulingPolicy{gang{minCount} | basic{}}, schedulingConstraints{topology[{key}]}}]`` (read
+like v1alpha1's pod groups, so ``workloadRef`` still resolves against them, and the gangs made
+from a template carry its topology constraint); the runtime unit is a standalone ``PodGroup``
+(``spec.schedulingPolicy``, ``spec.schedulingConstraints``, optional
+``spec.podGroupTemplateRef`` — ``{workloadName, podGroupTemplateName}`` in v1alpha2,
+``{workload: {workloadName, podGroupTemplateName}}`` in v1beta1), which a pod joins with
+``spec.schedulingGroup.podGroupName``. A PodGroup without constraints of its own takes its
+template's, as the controller that creates it from the template copies them (the loader
+resolves the reference: :func:`template_ref`). A ``basic`` PodGroup groups without a gang.
 ``compositePodGroupTemplates``, ``disruptionMode`` and ``priority`` are not read.
 """
 
@@ -23,10 +27,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.api.specs import GangSpec
+from phalanx.api.specs import GangSpec, TopologyConstraint
 from phalanx.k8s.fields import (
     Obj,
     as_mapping,
@@ -39,7 +43,7 @@ from phalanx.k8s.fields import (
     get_str,
 )
 from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
-from phalanx.k8s.topology import gang_topology
+from phalanx.k8s.topology import gang_topology, workload_api
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
 WORKLOAD_API_VERSIONS = (
@@ -69,11 +73,13 @@ class WorkloadRef:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
-    """A Workload: pod group name → ``minCount`` (None for a ``basic`` group)."""
+    """A Workload: pod group name → ``minCount`` (None for a ``basic`` group), and each
+    template's topology constraint."""
 
     namespace: str
     name: str
     pod_groups: dict[str, int | None]
+    constraints: dict[str, TopologyConstraint] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -89,6 +95,7 @@ class WorkloadSpec:
             name=workload_gang_name(self.name, pod_group, replica_key),
             min_member=min_count,
             api=WORKLOAD_GROUP,
+            topology=self.constraints.get(pod_group),
         )
 
 
@@ -134,6 +141,7 @@ def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
         if len(items) > MAX_POD_GROUPS:
             fail(path, f"at most {MAX_POD_GROUPS} pod groups, not {len(items)}")
         groups: dict[str, int | None] = {}
+        constraints: dict[str, TopologyConstraint] = {}
         for i, raw in enumerate(items):
             item_path = child(path, i)
             item = as_mapping(raw, item_path)
@@ -141,7 +149,10 @@ def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
             if group in groups:
                 fail(child(item_path, "name"), f"duplicate pod group {group!r}")
             groups[group] = _policy(item.get(policy_key), child(item_path, policy_key))
-        return WorkloadSpec(namespace=namespace_of(wl), name=name, pod_groups=groups)
+            constraint = None if v1alpha1 else workload_api(item, item_path)
+            if constraint is not None:
+                constraints[group] = constraint
+        return WorkloadSpec(namespace_of(wl), name, groups, constraints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,19 +177,38 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> GangSpec | BasicGroup:
         name = name_of(pg)
         namespace = namespace_of(pg)
         spec = get_mapping(pg, "spec", "")
-        get_mapping(spec, "podGroupTemplateRef", "spec")
-        get_mapping(spec, "schedulingConstraints", "spec")
+        template_ref(pg)
         min_count = _policy(spec.get("schedulingPolicy"), "spec.schedulingPolicy")
         if min_count is None:
             return BasicGroup(namespace, name)
-        topology, _ = gang_topology(pg, {})  # spec.schedulingConstraints.topology
+        topology = gang_topology(pg, {})  # spec.schedulingConstraints.topology
         return GangSpec(
             namespace=namespace,
             name=name,
             min_member=min_count,
             api=WORKLOAD_GROUP,
-            topology=topology,
+            topology=topology.constraint,
         )
+
+
+def template_ref(pg: Obj) -> tuple[str, str] | None:
+    """A standalone PodGroup's ``spec.podGroupTemplateRef`` as (workload, template), in either
+    wire form (see the module docstring); None when it names none."""
+    spec = get_mapping(pg, "spec", "")
+    if spec.get("podGroupTemplateRef") is None:
+        return None
+    path = "spec.podGroupTemplateRef"
+    ref = get_mapping(spec, "podGroupTemplateRef", "spec")
+    if ref.get("workload") is not None:
+        path = child(path, "workload")
+        ref = get_mapping(ref, "workload", "spec.podGroupTemplateRef")
+    workload = get_str(ref, "workloadName", path)
+    template = get_str(ref, "podGroupTemplateName", path)
+    if not workload or not template:
+        return None
+    return _subdomain(workload, child(path, "workloadName")), _label(
+        template, child(path, "podGroupTemplateName")
+    )
 
 
 def scheduling_group(spec: Obj, path: str = "spec") -> str | None:

@@ -20,10 +20,13 @@ one ``np.bincount``.
 - inside a candidate wider than P, pods are spread over as few domains as possible, level by
   level (fewest blocks, then fewest racks in them): if one sub-domain fits, the smallest that
   does; else the largest first, and the smallest that fits the rest last.
-- per role (KAI subgroups, Kueue pod sets): after the gang's domain is chosen, each role with
-  its own constraint is planned inside it on the room the roles before it left (the attempt
-  yields pods lazily, so the plan sees the earlier roles' allocations). Kueue slices: every
-  ``slice_size`` pods in one domain of the slice level.
+- per role (KAI subgroups, Kueue pod sets) and per Volcano subgroup (``subGroupPolicy``, a
+  Job's ``partitionPolicy``: the pods one policy selects, split by their ``matchLabelKeys``
+  values): after the gang's domain is chosen, each group with its own constraint is planned
+  inside it on the room the groups before it left (the attempt yields pods lazily, so the plan
+  sees the earlier groups' allocations). A KAI subgroup with a ``parent`` is planned inside
+  its parent's domain, chosen (best fit, for all the parent's descendants) when the first of
+  them is placed. Kueue slices: every ``slice_size`` pods in one domain of the slice level.
 
 ``topology-greedy`` (the baseline, Kueue TAS's original "most free capacity" greedy): domains
 of the constraint's levels only (preferred, then required), most free first, first that
@@ -40,7 +43,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from phalanx.api.specs import TopologyConstraint
+from phalanx.api.specs import SubgroupTopology, TopologyConstraint
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.topology import Level, Topologies, Topology
 from phalanx.cluster.workloads import HOLDING, PodInfo
@@ -67,6 +70,17 @@ class Group:
     pods: list[PodInfo]
     rule: Resolved | None
     need: int
+    parent: str = ""  # KAI parent subgroup
+    size: int = 0  # Volcano subGroupSize (0: not a Volcano subgroup)
+
+
+@dataclass(slots=True)
+class RawGroup:
+    role: str
+    pods: list[PodInfo]
+    constraint: TopologyConstraint | None
+    parent: str = ""
+    size: int = 0
 
 
 class TopologyPlacement:
@@ -75,29 +89,39 @@ class TopologyPlacement:
     PER_LEVEL = 3
 
     def placements(self, unit: Unit, session: Session) -> Placements | None:
-        gang = unit.gang
-        spec = gang.spec
+        spec = unit.gang.spec
         if spec is None or not (
-            spec.topology or spec.role_topology or any(p.spec.topology for p in unit.pods)
+            spec.topology
+            or spec.role_topology
+            or spec.subgroups
+            or any(p.spec.topology for p in unit.pods)
         ):
             return None
         topologies = session.state.topology.over(session.table.facts)
         raw = _raw_groups(unit)
         outer = spec.topology
-        if outer is None and len(raw) == 1 and raw[0][2] is not None:
-            outer, raw = raw[0][2], [(raw[0][0], raw[0][1], None)]
-        if outer is None and all(c is None for _, _, c in raw):
+        if outer is None and len(raw) == 1 and raw[0].constraint is not None and not raw[0].size:
+            outer, raw[0].constraint = raw[0].constraint, None
+        if outer is None and all(g.constraint is None for g in raw):
             return None
         try:
             rule = None if outer is None else _resolve(topologies, outer)
             groups = [
-                Group(role, pods, None if c is None else _resolve(topologies, c), len(pods))
-                for role, pods, c in raw
+                Group(g.role, g.pods, _resolve_or_none(topologies, g.constraint), len(g.pods))
+                for g in raw
             ]
+            parents = {
+                name: _resolve_or_none(topologies, spec.role_topology.get(name))
+                for name in set(spec.role_parents.values())
+            }
         except LookupError as exc:
             return Placements([], str(exc.args[0]))
+        for group, given in zip(groups, raw, strict=True):
+            group.parent, group.size = given.parent, given.size
         _set_needs(unit, groups)
-        return _Planner(session, self.best_fit, self.PER_LEVEL).plan(unit, rule, groups)
+        planner = _Planner(session, self.best_fit, self.PER_LEVEL)
+        planner.parents, planner.parent_of = parents, spec.role_parents
+        return planner.plan(unit, rule, groups)
 
 
 class GreedyTopologyPlacement(TopologyPlacement):
@@ -107,20 +131,65 @@ class GreedyTopologyPlacement(TopologyPlacement):
 
 
 # -- constraints ---------------------------------------------------------------------------
-def _raw_groups(unit: Unit) -> list[tuple[str, list[PodInfo], TopologyConstraint | None]]:
-    """The unit's pods by role, each role with its own constraint (the gang's per-role one,
-    else the one its pods carry)."""
+def _raw_groups(unit: Unit) -> list[RawGroup]:
+    """The unit's pods in groups, each with its own constraint: Volcano subgroups (the first
+    ``subGroupPolicy`` that selects a pod), then roles (the gang's per-role constraint, else
+    the one its pods carry)."""
     spec = unit.gang.spec
+    assert spec is not None
+    subgroups: dict[tuple[str, ...], RawGroup] = {}
     by_role: dict[str, list[PodInfo]] = {}
     for pod in unit.pods:
-        by_role.setdefault(pod.spec.role, []).append(pod)
-    groups = []
+        found = _subgroup_of(spec.subgroups, pod)
+        if found is None:
+            by_role.setdefault(pod.spec.role, []).append(pod)
+            continue
+        policy, key = found
+        group = subgroups.get(key)
+        if group is None:
+            constraint = policy.constraint or None
+            group = subgroups[key] = RawGroup(pod.spec.role, [], constraint, size=policy.size)
+        group.pods.append(pod)
+    groups = list(subgroups.values())
     for role, pods in by_role.items():
-        constraint = spec.role_topology.get(role) if spec is not None else None
+        constraint = spec.role_topology.get(role)
         constraint = constraint or next((p.spec.topology for p in pods if p.spec.topology), None)
-        groups.append((role, pods, constraint))
-    groups.sort(key=lambda g: (g[2] is None, -len(g[1])))
+        groups.append(RawGroup(role, pods, constraint, spec.role_parents.get(role, "")))
+    groups.sort(key=lambda g: (g.constraint is None and not g.parent, -len(g.pods)))
     return groups
+
+
+def _subgroup_of(
+    policies: Sequence[SubgroupTopology], pod: PodInfo
+) -> tuple[SubgroupTopology, tuple[str, ...]] | None:
+    """The first policy selecting ``pod`` and its subgroup's key, as Volcano assigns them."""
+    labels = pod.spec.labels
+    for policy in policies:
+        if any(labels.get(k) != v for k, v in policy.match_labels):
+            continue
+        if not all(
+            _matches(req.operator, labels.get(req.key), req.values)
+            for req in policy.match_expressions
+        ):
+            continue
+        values = tuple(labels.get(k, "") for k in policy.keys)
+        if all(values):
+            return policy, (policy.name, *values)
+    return None
+
+
+def _matches(operator: str, value: str | None, values: Sequence[str]) -> bool:
+    if operator == "In":
+        return value in values
+    if operator == "NotIn":
+        return value not in values
+    return (value is not None) == (operator == "Exists")
+
+
+def _resolve_or_none(
+    topologies: Topologies, constraint: TopologyConstraint | None
+) -> Resolved | None:
+    return None if constraint is None else _resolve(topologies, constraint)
 
 
 def _resolve(topologies: Topologies, constraint: TopologyConstraint) -> Resolved:
@@ -161,7 +230,9 @@ def _set_needs(unit: Unit, groups: Sequence[Group]) -> None:
         return
     for group in groups:
         minimum = gang.role_minimums.get(group.role)
-        if minimum is not None:
+        if group.size:  # a Volcano subgroup: its subGroupSize must fit in its domain
+            group.need = min(group.size, len(group.pods))
+        elif minimum is not None:
             group.need = max(minimum - gang.placed_by_role[group.role], 0)
         elif len(groups) == 1:
             group.need = max(gang.min_member - gang.placed, 0)
@@ -175,6 +246,8 @@ class _Planner:
         self.best_fit = best_fit
         self.per_level = per_level
         self.placements = Placements()
+        self.parents: dict[str, Resolved | None] = {}  # KAI parent subgroup → its rule
+        self.parent_of: dict[str, str] = {}
 
     def plan(self, unit: Unit, rule: Resolved | None, groups: list[Group]) -> Placements:
         attempts = self.placements.attempts
@@ -245,6 +318,8 @@ class _Planner:
             first = per_domain if first is None else first
         if first is None:
             return []
+        if len(caps) > 1 and all(np.array_equal(caps[0], c) for c in caps[1:]):
+            ok &= first >= sum(max(g.need, 1) for g in groups)  # one shape: room for all
         ids = np.flatnonzero(ok)
         sizes = first[ids] if self.best_fit else -first[ids]
         away = ~np.isin(ids, home) if home is not None else np.zeros(ids.size, dtype=bool)
@@ -273,12 +348,57 @@ class _Planner:
     def _choices(
         self, rule: Resolved | None, outer: Mask | None, depth: int, groups: list[Group]
     ) -> Iterator[PodChoice]:
+        chosen: dict[str, Mask | None] = {}  # parent subgroup → its domain in this attempt
         for group in groups:
-            yield from self._group(group, rule, outer, depth)
+            inside = self._parent_domain(group.parent, groups, outer, chosen)
+            yield from self._group(group, rule, inside, depth)
+
+    def _parent_domain(
+        self, name: str, groups: Sequence[Group], outer: Mask | None, chosen: dict[str, Mask | None]
+    ) -> Mask | None:
+        """The domain of parent subgroup ``name`` (inside its own parent's): the smallest
+        domain of its level that holds all its descendants, chosen on first use."""
+        if not name:
+            return outer
+        if name in chosen:
+            return chosen[name]
+        base = self._parent_domain(self.parent_of.get(name, ""), groups, outer, chosen)
+        rule = self.parents.get(name)
+        ref = (
+            None
+            if rule is None
+            else (rule.required if rule.required is not None else rule.preferred)
+        )
+        mask = base
+        if rule is not None and ref is not None:
+            members = [g for g in groups if name in self._ancestors(g.parent)]
+            level = rule.topology.levels[ref]
+            caps = [self._capacity(g.pods, base) for g in members]
+            fitting = self._fitting(level, caps, members, base)
+            if fitting:
+                mask = (
+                    level.members(fitting[0]) if base is None else level.members(fitting[0]) & base
+                )
+            elif rule.required is not None:
+                why = self._why(level, caps[0], members, base)
+                self.placements.why = f"subgroup {name!r} {why}"
+                mask = np.zeros(len(self.table), dtype=bool)
+        chosen[name] = mask
+        return mask
+
+    def _ancestors(self, name: str) -> list[str]:
+        found: list[str] = []
+        while name and name not in found:
+            found.append(name)
+            name = self.parent_of.get(name, "")
+        return found
 
     def _group(
         self, group: Group, gang_rule: Resolved | None, outer: Mask | None, depth: int
     ) -> Iterator[PodChoice]:
+        if outer is not None and not outer.any():  # its parent's domain failed (why is set)
+            yield from ((pod, (outer,)) for pod in group.pods)
+            return
         rule = group.rule
         if rule is None:
             if gang_rule is None or gang_rule.preferred is None:

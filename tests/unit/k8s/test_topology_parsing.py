@@ -9,7 +9,14 @@ import pytest
 import yaml
 
 from phalanx.api.errors import InputError
-from phalanx.api.specs import ControllerSpec, GangSpec, PodSpec, TopologyConstraint
+from phalanx.api.specs import (
+    ControllerSpec,
+    GangSpec,
+    PodSpec,
+    Requirement,
+    SubgroupTopology,
+    TopologyConstraint,
+)
 from phalanx.api.topology import HyperNodeSpec, MemberSelector, TopologySpec
 from phalanx.k8s.load import load_documents
 from phalanx.k8s.topology import gang_topology, pod_topology
@@ -198,19 +205,19 @@ def test_kai_podgroup_constraint_and_subgroups() -> None:
             ],
         }
     }
-    whole, roles = gang_topology(obj, {})
-    assert whole == TopologyConstraint(
+    found = gang_topology(obj, {})
+    assert found.constraint == TopologyConstraint(
         required="ex.com/block", preferred="ex.com/rack", topology="cluster-topology"
     )
-    assert roles == {"decode": TopologyConstraint(required="ex.com/rack")}
+    assert found.roles == {"decode": TopologyConstraint(required="ex.com/rack")}
 
 
 def test_kai_annotations() -> None:
-    whole, _ = gang_topology(
+    found = gang_topology(
         {"spec": {}},
         {"kai.scheduler/topology": "net", "kai.scheduler/topology-preferred-placement": "rack"},
     )
-    assert whole == TopologyConstraint(preferred="rack", topology="net")
+    assert found.constraint == TopologyConstraint(preferred="rack", topology="net")
 
 
 def test_two_forms_on_one_podgroup_is_an_error() -> None:
@@ -340,3 +347,170 @@ spec:
     )
     assert isinstance(job, ControllerSpec)
     assert [g.topology for g in job.gangs] == [TopologyConstraint(preferred="tier:2")]
+
+
+# -- subgroup and template forms -----------------------------------------------------------
+VOLCANO_SUBGROUPS = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: vc, namespace: default}
+spec:
+  minMember: 4
+  subGroupPolicy:
+  - name: shards
+    subGroupSize: 2
+    minSubGroups: 1
+    networkTopology: {mode: hard, highestTierAllowed: 1}
+    labelSelector:
+      matchLabels: {app: train}
+      matchExpressions: [{key: tier, operator: NotIn, values: [cpu]}]
+    matchLabelKeys: [shard]
+  - {name: rest, networkTopology: {mode: soft, highestTierName: spine}}
+"""
+
+
+def test_volcano_subgroup_policy() -> None:
+    (spec,) = load(VOLCANO_SUBGROUPS)
+    assert isinstance(spec, GangSpec)
+    shards, rest = spec.subgroups
+    assert shards == SubgroupTopology(
+        "shards",
+        TopologyConstraint(required="tier:1"),
+        (("app", "train"),),
+        (Requirement("tier", "NotIn", ("cpu",)),),
+        ("shard",),
+        2,
+    )
+    assert rest == SubgroupTopology("rest", TopologyConstraint(preferred="spine"))
+
+
+PARTITIONED = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: llm, namespace: default}
+spec:
+  tasks:
+  - name: worker
+    replicas: 6
+    partitionPolicy:
+      totalPartitions: 3
+      partitionSize: 2
+      minPartitions: 2
+      networkTopology: {mode: hard, highestTierAllowed: 1}
+    template: {spec: {containers: [{name: c, image: x}]}}
+"""
+
+
+def test_volcano_partition_policy_labels_pods_and_makes_a_subgroup() -> None:
+    (job,) = load(PARTITIONED)
+    assert isinstance(job, ControllerSpec)
+    (gang,) = job.gangs
+    assert gang.subgroups == (
+        SubgroupTopology(
+            "worker",
+            TopologyConstraint(required="tier:1"),
+            (("volcano.sh/task-spec", "worker"),),
+            keys=("volcano.sh/partition-id",),
+            size=2,
+        ),
+    )
+    assert gang.min_member == 4 and gang.role_minimums == {"worker": 4}  # minPartitions × size
+    assert [
+        (s.count, s.start, s.template.labels["volcano.sh/partition-id"]) for s in job.pod_sets
+    ] == [
+        (2, 0, "0"),
+        (2, 2, "1"),
+        (2, 4, "2"),
+    ]
+
+
+WORKLOAD = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {name: wl, namespace: default}
+spec:
+  podGroupTemplates:
+  - name: workers
+    schedulingPolicy: {gang: {minCount: 2}}
+    schedulingConstraints: {topology: [{key: ex.com/rack}]}
+  - {name: free, schedulingPolicy: {gang: {minCount: 1}}}
+"""
+
+
+def test_workload_template_constraints_are_read_and_copied_to_its_podgroups() -> None:
+    group = """
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: wl-workers-0, namespace: default}
+spec:
+  podGroupTemplateRef: {workload: {workloadName: wl, podGroupTemplateName: workers}}
+  schedulingPolicy: {gang: {minCount: 2}}
+"""
+    specs = load(WORKLOAD + group)
+    (gang,) = [s for s in specs if isinstance(s, GangSpec)]
+    assert gang.topology == TopologyConstraint(required="ex.com/rack")
+    # its own constraint wins over the template's
+    own = group.replace(
+        "  schedulingPolicy:",
+        "  schedulingConstraints: {topology: [{key: ex.com/block}]}\n  schedulingPolicy:",
+    )
+    (gang,) = [s for s in load(WORKLOAD + own) if isinstance(s, GangSpec)]
+    assert gang.topology == TopologyConstraint(required="ex.com/block")
+    assert "has no pod group template 'nope'" in error(
+        WORKLOAD + group.replace("workers}", "nope}")
+    )
+
+
+def test_bad_workload_template_constraint() -> None:
+    bad = WORKLOAD.replace("[{key: ex.com/rack}]", "[{key: a}, {key: b}]")
+    assert "spec.podGroupTemplates[0].schedulingConstraints.topology" in error(bad)
+
+
+KAI_TREE = """
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: serve, namespace: default}
+spec:
+  minMember: 3
+  subgroups:
+  - {name: pd, topologyConstraint: {requiredTopologyLevel: ex.com/block}}
+  - name: prefill
+    parent: pd
+    minMember: 1
+    topologyConstraint: {requiredTopologyLevel: ex.com/rack}
+  - {name: decode, parent: pd, minMember: 2}
+"""
+
+
+def test_kai_parent_subgroups() -> None:
+    (spec,) = load(KAI_TREE)
+    assert isinstance(spec, GangSpec)
+    assert spec.role_parents == {"prefill": "pd", "decode": "pd"}
+    assert spec.role_topology == {
+        "pd": TopologyConstraint(required="ex.com/block"),
+        "prefill": TopologyConstraint(required="ex.com/rack"),
+    }
+    assert spec.role_minimums == {"prefill": 1, "decode": 2}
+
+
+@pytest.mark.parametrize(
+    ("base", "edit", "expected"),
+    [
+        ("VOLCANO_SUBGROUPS", ("Size: 2", "Size: 0"), "spec.subGroupPolicy[0].subGroupSize"),
+        ("VOLCANO_SUBGROUPS", ("name: rest", "name: shards"), "duplicate subGroupPolicy 'shards'"),
+        ("VOLCANO_SUBGROUPS", ("[shard]", "['bad key!']"), "subGroupPolicy[0].matchLabelKeys[0]"),
+        ("VOLCANO_SUBGROUPS", ("NotIn, values: [cpu]", "Gt, values: ['1']"), "[0].operator"),
+        ("VOLCANO_SUBGROUPS", ("mode: hard", "mode: firm"), "[0].networkTopology.mode"),
+        ("PARTITIONED", ("replicas: 6", "replicas: 5"), "must equal replicas (5)"),
+        ("PARTITIONED", ("partitionSize: 2", "partitionSize: 0"), "partitionPolicy.partitionSize"),
+        ("PARTITIONED", ("minPartitions: 2", "minPartitions: 4"), "exceed totalPartitions (3)"),
+        ("PARTITIONED", ("replicas: 6", "replicas: 6\n    minAvailable: 3"), "minAvailable must"),
+        ("KAI_TREE", ("parent: pd, minMember: 2", "parent: px, minMember: 2"), "'px' does not"),
+        ("KAI_TREE", ("{name: pd,", "{name: pd, parent: decode,"), "is in a parent cycle"),
+    ],
+)
+def test_bad_subgroup_forms_are_one_located_line(
+    base: str, edit: tuple[str, str], expected: str
+) -> None:
+    assert expected in error(globals()[base].replace(*edit))

@@ -3,8 +3,10 @@
 PodGroup: ``spec.minMember`` (default 1), ``spec.queue``, ``spec.priorityClassName`` (resolved
 like a pod's; a class not in the input is left to the members' priority, since KAI installs its
 own classes), ``spec.subGroups`` (also spelled ``subgroups``): each leaf subgroup's
-``minMember`` becomes a role minimum; a subgroup that is another's ``parent`` only structures
-the tree and is not read. ``topologyConstraint`` and ``markUnschedulable`` are not modelled.
+``minMember`` becomes a role minimum (a subgroup that is another's ``parent`` has none of its
+own); ``topologyConstraint`` on the PodGroup and on every subgroup, parents included, and each
+subgroup's ``parent`` are read by :func:`phalanx.k8s.topology.gang_topology`.
+``markUnschedulable`` is not modelled.
 
 Pods: annotation ``pod-group-name`` (KAI's podgrouper also sets it as a label) names the
 PodGroup; label ``kai.scheduler/subgroup-name`` is the pod's role; label
@@ -84,7 +86,7 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
         min_member = 1 if minimum is None else check_int(minimum, "spec.minMember", minimum=1)
         class_name = get_str(spec, "priorityClassName", "spec")
         priority = priorities.get(class_name) if class_name else None
-        topology, role_topology = gang_topology(pg, annotations_of(pg))
+        topology = gang_topology(pg, annotations_of(pg))
         return GangSpec(
             namespace=namespace_of(pg),
             name=name,
@@ -94,8 +96,10 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
             priority=priority,
             queue=get_str(spec, "queue", "spec") or "default",
             duration=duration_annotation(annotations_of(pg), DURATION),
-            topology=topology,
-            role_topology=role_topology,
+            topology=topology.constraint,
+            role_topology=topology.roles,
+            role_parents=topology.parents,
+            subgroups=topology.subgroups,
         )
 
 
