@@ -301,3 +301,29 @@ def test_a_growing_gang_stays_in_its_required_rack(tmp_path: Path) -> None:
     assert racks(events, "default/train") == {"b1/r2": 3}  # best fit: the 3-node rack
     # its rack is full: the new members wait rather than leave it (rack r1 has 4 free nodes)
     assert not [e for e in bound(events, "default/train") if e["t"] == 10.0]
+
+
+def test_an_elastic_gang_grows_in_its_own_rack_before_a_better_fitting_one(
+    tmp_path: Path,
+) -> None:
+    cluster = nodes({"b1": {"r1": 4, "r2": 1}})
+    pinned = "spec:\n  nodeSelector: {ex.com/rack: RACK}\n"
+    r1 = gang("b-r1", 2, duration="10m").replace(
+        "spec:\n  containers", pinned.replace("RACK", "r1") + "  containers"
+    )
+    r2 = gang("b-r2", 1, duration="10m").replace(
+        "spec:\n  containers", pinned.replace("RACK", "r2") + "  containers"
+    )
+    train = gang("train", 3, minimum=2, submit="1s", pod_annotations=kueue("preferred"))
+    result, events = run(tmp_path, TOPOLOGY, cluster, r1, r2, train)
+    first = [e for e in bound(events, "default/train") if e["t"] == 1.0]
+    assert {rack_of(e) for e in first} == {"b1/r1"} and len(first) == 2
+    # at 10m both racks free up: the third member joins its gang's rack (2 free), not the
+    # best-fitting r2 (1 free)
+    (grown,) = [e for e in bound(events, "default/train") if e["t"] > 1.0]
+    assert rack_of(grown) == "b1/r1"
+    assert record(result, "train").domains["ex.com/rack"] == 1
+
+
+def rack_of(event: dict[str, Any]) -> str:
+    return str(event["topology"]).rsplit("/", 1)[0]
