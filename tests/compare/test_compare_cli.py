@@ -26,7 +26,8 @@ def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str
     assert doc["workload"] == DEADLOCK and doc["seed"] == 4
     assert list(doc["policies"]) == list(COMPARED)  # the default list, in its order
     for metrics in doc["policies"].values():
-        keys = [*METRICS, "gangs_in_one_domain", "mean_domains_per_gang", *WAIT_KEYS, "queues"]
+        domains = ["gangs_in_one_domain", "mean_domains_per_gang", "fragmentation_by_domain"]
+        keys = [*METRICS, *domains, *WAIT_KEYS, "queues"]
         assert list(metrics) == keys
         assert metrics["gangs_in_one_domain"] == {}  # no topology declared
         assert set(metrics["queues"]) == {"default"}  # one queue: every gang's

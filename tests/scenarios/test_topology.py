@@ -327,3 +327,30 @@ def test_an_elastic_gang_grows_in_its_own_rack_before_a_better_fitting_one(
 
 def rack_of(event: dict[str, Any]) -> str:
     return str(event["topology"]).rsplit("/", 1)[0]
+
+
+def test_json_carries_fragmentation_by_domain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = nodes({"b1": {"r1": 2, "r2": 2}})
+    pinned = "spec:\n  nodeSelector: {ex.com/rack: r1}\n  containers"
+    # two 6-GPU pods fill rack r1's hosts to 2 free GPUs each, which no 6-GPU pod can use
+    job = gang("six", 2, gpus=6).replace("spec:\n  containers", pinned)
+    path = tmp_path / "w.yaml"
+    path.write_text("---\n".join([TOPOLOGY, cluster, job]))
+    capsys.readouterr()
+    assert main(["simulate", str(path), "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["end"] == 3600.0
+    by_domain = out["fragmentation_by_domain"]
+    assert by_domain["ex.com/rack"] == {
+        "mean_ratio": 50.0,  # r1: 4 fragmented of 4 idle GPUs, r2: none of 16
+        "max_ratio": 100.0,
+        "fragmented_domains": 50.0,
+    }
+    assert by_domain["ex.com/block"]["max_ratio"] == 20.0  # 4 of 20 idle GPUs
+    assert by_domain["kubernetes.io/hostname"]["fragmented_domains"] == 50.0
+    # without a topology there is nothing per domain
+    path.write_text("---\n".join([cluster, job]))
+    assert main(["simulate", str(path), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fragmentation_by_domain"] == {}

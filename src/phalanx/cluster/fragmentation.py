@@ -35,6 +35,10 @@ can evaluate candidate placements with ``[candidates × thresholds]`` and
 
 The measure is computed in exact integer arithmetic (popularities as counts); the artifact
 sums ``p_m · F_n(m)`` in float64.
+
+**Per domain** (:meth:`Fragmentation.by_domain`): ``F_n(M)`` and the idle GPU summed over the
+nodes of each domain of a topology level (a rack, a block), so a run can say how fragmented
+its racks are, not only the cluster.
 """
 
 from __future__ import annotations
@@ -249,3 +253,12 @@ class Fragmentation:
         """``F_n(M)`` per node, in milli-GPU."""
         model = self.refresh(table)
         return np.asarray(self.frag / model.weight_total, dtype=np.float64)
+
+    def by_domain(self, table: NodeTable, codes: npt.NDArray[np.int32], count: int) -> Floats:
+        """``[2, count]``: the fragmented and the idle milli-GPU of each domain, given each
+        node's domain (``codes``, -1 for none) and the number of domains."""
+        model = self.refresh(table)
+        inside = codes >= 0
+        frag = np.bincount(codes[inside], weights=self.frag[inside], minlength=count)
+        idle = np.bincount(codes[inside], weights=self.tot[inside], minlength=count)
+        return np.stack([frag / model.weight_total, idle])

@@ -33,9 +33,10 @@ def comparison_json(
     workload: str, seed: int, results: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     """``{"workload", "seed", "policies": {NAME: {metric: value}}}`` (seconds, percent); each
-    policy also carries ``gangs_in_one_domain`` and ``mean_domains_per_gang`` per topology
-    level (empty without a topology), its run's ``eta_error``, ``max_wait_by_size`` and
-    deadline counts, and ``queues``: the run's per-queue shares and waits."""
+    policy also carries ``gangs_in_one_domain``, ``mean_domains_per_gang`` and
+    ``fragmentation_by_domain`` per topology level (empty without a topology), its run's
+    ``eta_error``, ``max_wait_by_size`` and deadline counts, and ``queues``: the run's
+    per-queue shares and waits."""
     policies: dict[str, dict[str, Any]] = {}
     for name, metrics in metrics_of(results).items():
         run = results[name]
@@ -47,6 +48,7 @@ def comparison_json(
             **metrics,
             "gangs_in_one_domain": run.get("gangs_in_one_domain", {}),
             "mean_domains_per_gang": run.get("mean_domains_per_gang", {}),
+            "fragmentation_by_domain": run.get("fragmentation_by_domain", {}),
             **{key: run.get(key) for key in WAIT_KEYS},
             "queues": queues,
         }

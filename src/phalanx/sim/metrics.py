@@ -137,6 +137,8 @@ class SimResult:
     gpu_running: list[tuple[float, float]] = field(default_factory=list)
     queue_length: list[tuple[float, float]] = field(default_factory=list)
     fragmentation: list[tuple[float, float]] = field(default_factory=list)  # FGD ratio, %
+    #: topology level → time-averaged per-domain FGD figures (see sim.fragmentation)
+    fragmentation_by_domain: dict[str, dict[str, float]] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)
     attempts: int = 0
     cycles: int = 0
@@ -192,6 +194,7 @@ class SimResult:
             "gpu_running": [[t, gpus] for t, gpus in self.gpu_running],
             "queue_length": [[t, n] for t, n in self.queue_length],
             "fragmentation": [[t, ratio] for t, ratio in self.fragmentation],
+            "fragmentation_by_domain": self.fragmentation_by_domain,
             "timed_out": sum(gang.timed_out for gang in self.gangs),
             "default_duration_gangs": self.default_durations,
             "default_duration": self.default_duration,

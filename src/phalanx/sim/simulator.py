@@ -128,7 +128,7 @@ class Simulation:
                 changed |= self._handle(self.queue.pop())
             if changed:
                 self._cycle()
-            self.frag.sample(now, self.state.table)
+            self.frag.sample(now, self.state.table, self.topologies().primary)
         if not self.queue.has_progress():
             self._detect_deadlocks()
         self._advance(self.now if until is None else until)
@@ -449,6 +449,7 @@ class Simulation:
             gpu_running=self.meter.running.points,
             queue_length=self.queue_length.points,
             fragmentation=self.frag.ratio.points,
+            fragmentation_by_domain=self.frag.by_domain(self.now),
             rejected=self.rejected,
             attempts=self.attempts,
             cycles=self.cycles,
