@@ -89,7 +89,7 @@ class Book:
             held = heads.get(who.queue, 0)
             if not (conservative or who.aged or held < self.settings.depth):
                 continue
-            found = self.view.earliest(who.requests, who.masks, who.duration)
+            found = self.view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
             if found is None:
                 continue
             start, plan = found
@@ -111,7 +111,8 @@ class Book:
         self.view = self.base.copy()
         keeps = self.settings.mode == "conservative"
         for carve in carves:
-            found = self.view.earliest(carve.who.requests, carve.who.masks, carve.who.duration)
+            who = carve.who
+            found = self.view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
             if found is None:
                 continue
             if carve.intent and found[0] > self.now and not (keeps or carve.who.aged):
@@ -158,7 +159,9 @@ class Book:
         trial.take(self.now, end, plan_of(stmt))
         for carve in ahead:
             who = carve.who
-            found = trial.earliest(who.requests, who.masks, who.duration, until=carve.start)
+            found = trial.earliest(
+                who.requests, who.masks, who.duration, until=carve.start, domains=who.domains
+            )
             if found is None:
                 return (
                     f"would delay the reservation of {who.gang.key} "
@@ -219,7 +222,9 @@ class Book:
             else:
                 key = (who.shape, who.duration)
                 if key not in cache:
-                    cache[key] = self.view.earliest(who.requests, who.masks, who.duration)
+                    cache[key] = self.view.earliest(
+                        who.requests, who.masks, who.duration, domains=who.domains
+                    )
                 found = cache[key]
                 expected = None if found is None else found[0]
                 why = self._unknown() if found is None else self._why(*found, reserved=False)

@@ -38,6 +38,9 @@ class Candidate:
     gpus: float  # GPUs the needed pods request, for the size threshold
     shape: bytes = field(default=b"")
     pods: list[PodInfo] = field(default_factory=list)  # the needed pods, as ``requests``
+    #: where the reservation must lie, best first (topology: each holds all the pods; None:
+    #: anywhere); empty: anywhere
+    domains: list[Mask | None] = field(default_factory=list)
 
     @property
     def duration(self) -> float:
@@ -71,6 +74,7 @@ class Needs:
     shape: bytes
     pending: list[PodInfo]
     pods: list[PodInfo]
+    domains: list[Mask | None]
 
 
 def needs_of(session: Session, gang: GangInfo) -> Needs | None:
@@ -89,8 +93,10 @@ def needs_of(session: Session, gang: GangInfo) -> Needs | None:
     ]
     requests = [pod.request for pod in pods]
     gpus = sum(int(r[session.table.gpu_col]) for r in requests) / 1000
+    domains = session.reservation_domains(Unit.of_gang(gang, pods))  # topology
     shape = b"".join(r.tobytes() for r in requests) + b"".join(m.tobytes() for m in masks)
-    return Needs(version(session, gang), requests, masks, gpus, shape, pending, pods)
+    shape += b"".join(b"*" if d is None else d.tobytes() for d in domains)
+    return Needs(version(session, gang), requests, masks, gpus, shape, pending, pods, domains)
 
 
 def version(session: Session, gang: GangInfo) -> tuple[int, ...]:
@@ -111,7 +117,16 @@ def candidate(
         Unit.of_gang(gang, needs.pending)
     )
     return Candidate(
-        gang, needs.requests, needs.masks, estimate, rank, aged, needs.gpus, needs.shape, needs.pods
+        gang,
+        needs.requests,
+        needs.masks,
+        estimate,
+        rank,
+        aged,
+        needs.gpus,
+        needs.shape,
+        needs.pods,
+        needs.domains,
     )
 
 

@@ -9,8 +9,10 @@ Breakpoints are added where needed, each a copy of the row before it.
 ``earliest`` finds the first breakpoint from which a gang's pods fit for the whole of its
 estimated runtime: the window's free resources are the minimum over its rows (a GPU device is
 free in the window only if it is free in every row), and the pods are placed greedily, best fit
-by GPUs, on nodes their static placement allows. A necessary check on the cluster's totals per
-row skips windows that cannot fit before any placement is tried.
+by GPUs, on nodes their static placement allows — and, given ``domains`` (topology: see
+:meth:`phalanx.framework.session.Session.reservation_domains`), all inside the first domain
+where they fit in that window. A necessary check on the cluster's totals per row skips
+windows that cannot fit before any placement is tried (and per domain, domains that cannot).
 """
 
 from __future__ import annotations
@@ -112,9 +114,11 @@ class Timeline:
         duration: float,
         *,
         until: float = math.inf,
+        domains: Sequence[Mask | None] = (),
     ) -> tuple[float, Plan] | None:
         """The first time (no later than ``until``) from which the pods fit for ``duration``
-        seconds, and where; ``None`` if they never do on this timeline."""
+        seconds, and where (inside one of ``domains``, the first that holds them then, if
+        any are given); ``None`` if they never do on this timeline."""
         need = np.sum(requests, axis=0) if requests else np.zeros(self.free.shape[2], np.int64)
         totals = np.maximum(self.free, 0).sum(axis=1)  # [K, R]: a necessary bound per row
         for k, start in enumerate(self.times):
@@ -124,9 +128,33 @@ class Timeline:
             if np.any(totals[k:last].min(axis=0) < need):
                 continue
             free = self.free[k:last].min(axis=0)
-            plan = self._place(free, self.gpus[k:last].min(axis=0), requests, masks)
+            gpus = self.gpus[k:last].min(axis=0)
+            plan = self._place_in(free, gpus, requests, masks, domains, need)
             if plan is not None:
                 return start, plan
+        return None
+
+    def _place_in(
+        self,
+        free: Cube,
+        gpus: Cube,
+        requests: Sequence[Vector],
+        masks: Sequence[Mask],
+        domains: Sequence[Mask | None],
+        need: Vector,
+    ) -> Plan | None:
+        """The pods placed inside the first of ``domains`` that holds them (anywhere, if none
+        is given)."""
+        if not domains:
+            return self._place(free, gpus, requests, masks)
+        room = np.maximum(free, 0)
+        for domain in domains:
+            if domain is not None and np.any(room[domain].sum(axis=0) < need):
+                continue
+            inside = masks if domain is None else [mask & domain for mask in masks]
+            plan = self._place(free, gpus, requests, inside)
+            if plan is not None:
+                return plan
         return None
 
     def _place(

@@ -136,6 +136,13 @@ class UnitPlacement(Protocol):
 
 
 @runtime_checkable
+class ReservationPlacement(Protocol):
+    def reservation_domains(self, unit: Unit, session: Session) -> list[Mask | None] | None:
+        """Where a reservation of ``unit`` may be carved, best first: each mask must hold all
+        of its pods (None: anywhere); None for no opinion."""
+
+
+@runtime_checkable
 class Action(Protocol):
     name: str
 

@@ -24,7 +24,14 @@ from phalanx.cluster.labels import Mask
 from phalanx.cluster.queues import Hold
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
-from phalanx.framework.plugin import Gate, Hooks, Placements, PodChoice, Scores
+from phalanx.framework.plugin import (
+    Gate,
+    Hooks,
+    Placements,
+    PodChoice,
+    ReservationPlacement,
+    Scores,
+)
 from phalanx.framework.statement import Op, Operation, Statement
 from phalanx.framework.unit import Unit
 
@@ -163,6 +170,16 @@ class Session:
             if answer is not None:
                 return answer
         return Placements([lambda: ((pod, (None,)) for pod in unit.pods)])
+
+    def reservation_domains(self, unit: Unit) -> list[Mask | None]:
+        """Where a reservation of ``unit`` may lie, best first (each entry holds all of its
+        pods; None: anywhere): the first placement plugin's answer, else ``[]`` (anywhere)."""
+        for plugin in self.placers:
+            if isinstance(plugin, ReservationPlacement):
+                answer = plugin.reservation_domains(unit, self)
+                if answer is not None:
+                    return answer
+        return []
 
     def select_within(self, choice: PodChoice) -> int | None:
         """The best node for the pod inside the first of its masks that has one."""

@@ -52,6 +52,7 @@ from phalanx.framework.session import Session
 from phalanx.framework.unit import Unit
 
 Counts = npt.NDArray[np.int64]
+UNLIMITED = 1 << 30  # pods of an empty request that fit a node
 Slices = list[tuple[Mask, int]]
 
 
@@ -122,6 +123,28 @@ class TopologyPlacement:
         planner = _Planner(session, self.best_fit, self.PER_LEVEL)
         planner.parents, planner.parent_of = parents, spec.role_parents
         return planner.plan(unit, rule, groups)
+
+    def reservation_domains(self, unit: Unit, session: Session) -> list[Mask | None] | None:
+        """Where a reservation of ``unit`` may lie (a hook :mod:`phalanx.actions.reserve`
+        calls): the domains of the gang's preferred level, then of each level up to its
+        required one (or the top, then anywhere), that could hold it once free — its own
+        domains first, then by best fit; per-role constraints are left to the placement."""
+        spec = unit.gang.spec
+        if spec is None:
+            return None
+        constraint = spec.topology
+        raw = _raw_groups(unit) if constraint is None else []
+        if constraint is None and len(raw) == 1 and not raw[0].size:
+            constraint = raw[0].constraint
+        if constraint is None:
+            return None
+        try:
+            rule = _resolve(session.state.topology.over(session.table.facts), constraint)
+        except LookupError:
+            return [np.zeros(len(session.table), dtype=bool)]  # it waits for that reason
+        if rule.preferred is None:
+            return None
+        return _Planner(session, self.best_fit, self.PER_LEVEL).reservable(unit, rule)
 
 
 class GreedyTopologyPlacement(TopologyPlacement):
@@ -256,16 +279,10 @@ class _Planner:
             attempts.append(partial(self._choices, rule, None, -1, groups))
             return self.placements
         levels = rule.topology.levels
-        top = 0 if rule.required is None else rule.required
-        lowest = rule.preferred
-        if self.best_fit:
-            reachable: Sequence[int] = range(lowest, top - 1, -1)
-        else:  # greedy: the constraint's own levels only
-            reachable = sorted({lowest, top if rule.required is not None else lowest}, reverse=True)
         within = self._pinned(unit, rule)
         caps = [self._capacity(group.pods, None) for group in groups]
         placed = _placed_nodes(unit)
-        for depth in reachable:
+        for depth in self._reachable(rule):
             level = levels[depth]
             home = level.codes[placed]  # the gang's own domains go first (it grows there)
             for domain in self._fitting(level, caps, groups, within, home)[: self.per_level]:
@@ -279,6 +296,51 @@ class _Planner:
         elif not attempts:
             self.placements.why = self._why(levels[rule.required], caps[0], groups, within)
         return self.placements
+
+    def _reachable(self, rule: Resolved) -> Sequence[int]:
+        """The levels a gang may be kept in, lowest first: best fit, every level from the
+        preferred one up to the required one (or the top); greedy, the constraint's own."""
+        assert rule.preferred is not None
+        top = 0 if rule.required is None else rule.required
+        if self.best_fit:
+            return range(rule.preferred, top - 1, -1)
+        return sorted({rule.preferred, top if rule.required is not None else rule.preferred})[::-1]
+
+    def reservable(self, unit: Unit, rule: Resolved) -> list[Mask | None]:
+        """See :meth:`TopologyPlacement.reservation_domains`: by room when the cluster is
+        empty (allocatable on the nodes the pods' selectors and tolerations allow)."""
+        within = self._pinned(unit, rule)
+        pod = max(
+            unit.pods, key=lambda p: (int(p.request[self.table.gpu_col]), int(p.request.sum()))
+        )
+        cap = self._empty_capacity(pod, within)
+        placed = _placed_nodes(unit)
+        found: list[Mask | None] = []
+        for depth in self._reachable(rule):
+            level = rule.topology.levels[depth]
+            per_domain = _per_domain(level, cap, within)
+            ids = np.flatnonzero(per_domain >= len(unit.pods))
+            size = per_domain[ids] if self.best_fit else -per_domain[ids]
+            away = ~np.isin(ids, level.codes[placed])
+            for domain in ids[np.lexsort((ids, size, away))].tolist():
+                mask = level.members(domain)
+                found.append(mask if within is None else mask & within)
+        if rule.required is None:
+            found.append(None)
+        return found or [np.zeros(len(self.table), dtype=bool)]
+
+    def _empty_capacity(self, pod: PodInfo, within: Mask | None) -> Counts:
+        facts = self.table.facts
+        placement = pod.spec.placement
+        usable = facts.selector_mask(placement) & facts.toleration_mask(placement)
+        usable &= ~facts.unschedulable
+        if within is not None:
+            usable &= within
+        cols = np.flatnonzero(pod.request)
+        if not cols.size:  # a pod that requests nothing: no limit but the node count
+            return usable.astype(np.int64) * UNLIMITED
+        room = self.table.allocatable[:, cols] // pod.request[cols]
+        return np.where(usable, room.min(axis=1), 0).astype(np.int64)
 
     @staticmethod
     def _pinned(unit: Unit, rule: Resolved) -> Mask | None:
