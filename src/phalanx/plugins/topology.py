@@ -130,7 +130,9 @@ class TopologyPlacement:
         required one (or the top, then anywhere), that could hold it once free — its own
         domains first, then by best fit; per-role constraints are left to the placement."""
         spec = unit.gang.spec
-        if spec is None:
+        if spec is None or not (
+            spec.topology or spec.role_topology or any(p.spec.topology for p in unit.pods)
+        ):
             return None
         constraint = spec.topology
         raw = _raw_groups(unit) if constraint is None else []
