@@ -14,20 +14,31 @@ percent of multi-pod gangs inside one rack / one block, mean racks per gang, mea
 queueing delay, GPU allocation (time-weighted, percent, over the whole run and over the
 arrival span), completed gangs, gangs that never started (a required gang larger than every
 rack waits for ever), and the mean queueing delay of the gangs of at most 64 GPUs (8 hosts:
-the largest racks), which can start in every run.
+the largest racks), which can start in every run; FGD's fragmentation per rack (time-weighted
+mean over racks with idle GPU, ``fragmentation_by_domain``) and the run's CPU seconds
+(``time.process_time``: the machine is shared, wall time is not a measure).
 
     python benchmarks/topology.py [--jobs 5000] [--philly-scale 0.01] [--seed 0]
+
+``--fragfit`` instead measures FGD's fragmentation as best fit's tie-break (``topology-frag``:
+among domains of equal room, the most fragmented first) against plain best fit, on
+``mixed``: the synthetic gangs of 2 GPUs and more (``mix=multi``: pods of 2, 4 and 8 GPUs, so
+hosts are partly used and fragments exist), preferred rack.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 from phalanx.compare.summary import summarize, time_average
+from phalanx.plugins.topology import FragTopologyPlacement
+from phalanx.policies import POLICIES
+from phalanx.policies.registry import PLACEMENTS
 from phalanx.sim.simulator import SimOptions, simulate
 from phalanx.traces import load
 from phalanx.traces.lingjun import BLOCK_LABEL, RACK_LABEL
@@ -51,9 +62,21 @@ def workloads(jobs: int, scale: float, seed: int) -> dict[str, str]:
     }
 
 
+def fragfit(jobs: int, seed: int) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The fragmentation tie-break experiment: its workload and runs (registers the policy)."""
+    PLACEMENTS["topology-frag"] = FragTopologyPlacement
+    POLICIES["phalanx-fragfit"] = dataclasses.replace(
+        POLICIES["phalanx"], name="phalanx-fragfit", placement="topology-frag"
+    )
+    synthetic = f"synthetic:jobs={jobs},mix=multi,seed={seed},load=1.0,max_duration=21600"
+    mixed = f"{synthetic},cluster=lingjun,topology={{mode}},level=rack"
+    return mixed, (("preferred", "phalanx"), ("preferred", "phalanx-fragfit"))
+
+
 def run(spec: str, policy: str, seed: int) -> dict[str, Any]:
-    started = time.perf_counter()
+    started = time.process_time()
     result = simulate(load(spec), SimOptions(policy=policy, seed=seed)).to_json()
+    cpu = time.process_time() - started
     metrics = summarize(result)
     in_one, mean = result["gangs_in_one_domain"], result["mean_domains_per_gang"]
     small = [g["queue_delay"] for g in result["gangs"] if g["gpus"] <= 64]
@@ -71,8 +94,9 @@ def run(spec: str, policy: str, seed: int) -> dict[str, Any]:
         "completed": metrics["completed"],
         "never_started": sum(g["start"] is None for g in result["gangs"]),
         "queue_mean_upto_64_gpus": sum(delays) / len(delays) if delays else None,
+        "rack_fragmentation": result.get("fragmentation_by_domain", {}).get(RACK_LABEL),
         "gangs": len(result["gangs"]),
-        "seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(cpu, 1),
     }
 
 
@@ -91,16 +115,25 @@ def main() -> None:
     parser.add_argument("--philly-scale", type=float, default=0.01, help="Philly arrival scale")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", choices=("synthetic", "synthetic-64", "philly"))
+    parser.add_argument("--runs", help="only these runs, e.g. preferred:phalanx,required:phalanx")
+    parser.add_argument("--fragfit", action="store_true", help="the tie-break experiment")
     args = parser.parse_args()
     rows = []
-    for name, template in workloads(args.jobs, args.philly_scale, args.seed).items():
+    runs: tuple[tuple[str, str], ...] = RUNS
+    named = workloads(args.jobs, args.philly_scale, args.seed)
+    if args.fragfit:
+        mixed, runs = fragfit(args.jobs, args.seed)
+        named = {"mixed": mixed}
+    for name, template in named.items():
         if args.only and name != args.only:
             continue
-        for mode, policy in RUNS:
+        for mode, policy in runs:
+            if args.runs and f"{mode}:{policy}" not in args.runs.split(","):
+                continue
             row = run(template.format(mode=mode), policy, args.seed)
             print(json.dumps(row), flush=True)
             rows.append(row)
-    out = Path(__file__).parent / "results" / "topology.json"
+    out = Path(__file__).parent / "results" / ("fragfit.json" if args.fragfit else "topology.json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
 

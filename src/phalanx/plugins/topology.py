@@ -28,6 +28,14 @@ one ``np.bincount``.
   its parent's domain, chosen (best fit, for all the parent's descendants) when the first of
   them is placed. Kueue slices: every ``slice_size`` pods in one domain of the slice level.
 
+``topology-frag`` (an experiment, no policy's default): best fit whose ties between domains
+of equal room go to the domain with the most FGD-fragmented GPU for the gang's pod shape
+(:mod:`phalanx.cluster.fragmentation`), so fragments are filled and clean domains stay clean.
+
+Reservations (:meth:`TopologyPlacement.reservation_domains`): the domains a gang's reservation
+may lie in, best first, by their room when empty; the reservation action's timeline takes the
+first that holds the gang at the earliest time.
+
 ``topology-greedy`` (the baseline, Kueue TAS's original "most free capacity" greedy): domains
 of the constraint's levels only (preferred, then required), most free first, first that
 fits; a preferred gang that fits no domain fills the most free domains of that level in turn;
@@ -43,26 +51,20 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from phalanx.api.specs import SubgroupTopology, TopologyConstraint
+from phalanx.api.specs import TopologyConstraint
+from phalanx.cluster.constraints import Resolved, resolve, resolve_or_none, subgroup_of
+from phalanx.cluster.fragmentation import Fragmentation, target_workload, task_type_of
 from phalanx.cluster.labels import Mask
-from phalanx.cluster.topology import Level, Topologies, Topology
+from phalanx.cluster.topology import Level, Topology
 from phalanx.cluster.workloads import HOLDING, PodInfo
 from phalanx.framework.plugin import Placements, PodChoice
 from phalanx.framework.session import Session
 from phalanx.framework.unit import Unit
 
 Counts = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
 UNLIMITED = 1 << 30  # pods of an empty request that fit a node
 Slices = list[tuple[Mask, int]]
-
-
-@dataclass(frozen=True, slots=True)
-class Resolved:
-    topology: Topology
-    required: int | None  # level indexes
-    preferred: int | None
-    slice_level: int | None = None
-    slice_size: int = 0
 
 
 @dataclass(slots=True)
@@ -87,6 +89,7 @@ class RawGroup:
 class TopologyPlacement:
     name = "topology"
     best_fit = True
+    frag_tiebreak = False
     PER_LEVEL = 3
 
     def placements(self, unit: Unit, session: Session) -> Placements | None:
@@ -106,13 +109,13 @@ class TopologyPlacement:
         if outer is None and all(g.constraint is None for g in raw):
             return None
         try:
-            rule = None if outer is None else _resolve(topologies, outer)
+            rule = None if outer is None else resolve(topologies, outer)
             groups = [
-                Group(g.role, g.pods, _resolve_or_none(topologies, g.constraint), len(g.pods))
+                Group(g.role, g.pods, resolve_or_none(topologies, g.constraint), len(g.pods))
                 for g in raw
             ]
             parents = {
-                name: _resolve_or_none(topologies, spec.role_topology.get(name))
+                name: resolve_or_none(topologies, spec.role_topology.get(name))
                 for name in set(spec.role_parents.values())
             }
         except LookupError as exc:
@@ -122,6 +125,7 @@ class TopologyPlacement:
         _set_needs(unit, groups)
         planner = _Planner(session, self.best_fit, self.PER_LEVEL)
         planner.parents, planner.parent_of = parents, spec.role_parents
+        planner.frag_tiebreak = self.frag_tiebreak
         return planner.plan(unit, rule, groups)
 
     def reservation_domains(self, unit: Unit, session: Session) -> list[Mask | None] | None:
@@ -141,7 +145,7 @@ class TopologyPlacement:
         if constraint is None:
             return None
         try:
-            rule = _resolve(session.state.topology.over(session.table.facts), constraint)
+            rule = resolve(session.state.topology.over(session.table.facts), constraint)
         except LookupError:
             return [np.zeros(len(session.table), dtype=bool)]  # it waits for that reason
         if rule.preferred is None:
@@ -155,6 +159,15 @@ class GreedyTopologyPlacement(TopologyPlacement):
     PER_LEVEL = 1
 
 
+class FragTopologyPlacement(TopologyPlacement):
+    """Best fit with FGD's fragmentation as the tie-break: among domains of equal room, the
+    one holding the most GPU the gang's pods cannot use first (an experiment, measured in
+    ``benchmarks/README.md``; not any policy's default)."""
+
+    name = "topology-frag"
+    frag_tiebreak = True
+
+
 # -- constraints ---------------------------------------------------------------------------
 def _raw_groups(unit: Unit) -> list[RawGroup]:
     """The unit's pods in groups, each with its own constraint: Volcano subgroups (the first
@@ -165,7 +178,7 @@ def _raw_groups(unit: Unit) -> list[RawGroup]:
     subgroups: dict[tuple[str, ...], RawGroup] = {}
     by_role: dict[str, list[PodInfo]] = {}
     for pod in unit.pods:
-        found = _subgroup_of(spec.subgroups, pod)
+        found = subgroup_of(spec.subgroups, pod.spec.labels)
         if found is None:
             by_role.setdefault(pod.spec.role, []).append(pod)
             continue
@@ -182,69 +195,6 @@ def _raw_groups(unit: Unit) -> list[RawGroup]:
         groups.append(RawGroup(role, pods, constraint, spec.role_parents.get(role, "")))
     groups.sort(key=lambda g: (g.constraint is None and not g.parent, -len(g.pods)))
     return groups
-
-
-def _subgroup_of(
-    policies: Sequence[SubgroupTopology], pod: PodInfo
-) -> tuple[SubgroupTopology, tuple[str, ...]] | None:
-    """The first policy selecting ``pod`` and its subgroup's key, as Volcano assigns them."""
-    labels = pod.spec.labels
-    for policy in policies:
-        if any(labels.get(k) != v for k, v in policy.match_labels):
-            continue
-        if not all(
-            _matches(req.operator, labels.get(req.key), req.values)
-            for req in policy.match_expressions
-        ):
-            continue
-        values = tuple(labels.get(k, "") for k in policy.keys)
-        if all(values):
-            return policy, (policy.name, *values)
-    return None
-
-
-def _matches(operator: str, value: str | None, values: Sequence[str]) -> bool:
-    if operator == "In":
-        return value in values
-    if operator == "NotIn":
-        return value not in values
-    return (value is not None) == (operator == "Exists")
-
-
-def _resolve_or_none(
-    topologies: Topologies, constraint: TopologyConstraint | None
-) -> Resolved | None:
-    return None if constraint is None else _resolve(topologies, constraint)
-
-
-def _resolve(topologies: Topologies, constraint: TopologyConstraint) -> Resolved:
-    refs = [r for r in (constraint.required, constraint.preferred, constraint.slice_level) if r]
-    found = topologies.resolve(refs[0], constraint.topology)
-    if found is None:
-        raise LookupError(_unknown(topologies, refs[0], constraint.topology))
-    topology = found[0]
-
-    def level(ref: str) -> int | None:
-        if not ref:
-            return None
-        index = topology.find(ref)
-        if index is None:
-            raise LookupError(_unknown(topologies, ref, topology.name))
-        return index
-
-    required, preferred = level(constraint.required), level(constraint.preferred)
-    if required is not None and (preferred is None or preferred < required):
-        preferred = required
-    return Resolved(
-        topology, required, preferred, level(constraint.slice_level), constraint.slice_size
-    )
-
-
-def _unknown(topologies: Topologies, ref: str, name: str) -> str:
-    where = f"topology {name!r}" if name else "any topology"
-    known = sorted({lv.name for t in topologies.items for lv in t.levels})
-    listed = f" (levels: {', '.join(known)})" if known else " (no Topology or HyperNode declared)"
-    return f"topology level {ref!r} is not a level of {where}{listed}"
 
 
 def _set_needs(unit: Unit, groups: Sequence[Group]) -> None:
@@ -273,6 +223,8 @@ class _Planner:
         self.placements = Placements()
         self.parents: dict[str, Resolved | None] = {}  # KAI parent subgroup → its rule
         self.parent_of: dict[str, str] = {}
+        self.frag_tiebreak = False
+        self._fragmented: Floats | None = None  # per node, for the first group's pod shape
 
     def plan(self, unit: Unit, rule: Resolved | None, groups: list[Group]) -> Placements:
         attempts = self.placements.attempts
@@ -387,7 +339,24 @@ class _Planner:
         ids = np.flatnonzero(ok)
         sizes = first[ids] if self.best_fit else -first[ids]
         away = ~np.isin(ids, home) if home is not None else np.zeros(ids.size, dtype=bool)
-        return [int(i) for i in ids[np.lexsort((ids, sizes, away))]]
+        if not self.frag_tiebreak:
+            return [int(i) for i in ids[np.lexsort((ids, sizes, away))]]
+        fragments = self._domain_fragments(level, groups[0].pods)[ids]
+        return [int(i) for i in ids[np.lexsort((ids, -fragments, sizes, away))]]
+
+    def _domain_fragments(self, level: Level, pods: Sequence[PodInfo]) -> Floats:
+        """FGD's fragmented milli-GPU of each domain, for a target of the pods' one shape."""
+        if self._fragmented is None:
+            pod = max(
+                pods, key=lambda p: (int(p.request[self.table.gpu_col]), int(p.request.sum()))
+            )
+            target = target_workload([task_type_of(pod.spec)])
+            self._fragmented = Fragmentation(target).node_fragmentation(self.table)
+        inside = level.codes >= 0
+        found = np.bincount(
+            level.codes[inside], weights=self._fragmented[inside], minlength=len(level)
+        )
+        return np.asarray(found, dtype=np.float64)
 
     def _why(self, level: Level, cap: Counts, groups: Sequence[Group], within: Mask | None) -> str:
         word = level_word(level.name)
