@@ -62,13 +62,13 @@ def workloads(jobs: int, scale: float, seed: int) -> dict[str, str]:
     }
 
 
-def fragfit(jobs: int, seed: int) -> tuple[str, tuple[tuple[str, str], ...]]:
+def fragfit(jobs: int, seed: int, load: float) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The fragmentation tie-break experiment: its workload and runs (registers the policy)."""
     PLACEMENTS["topology-frag"] = FragTopologyPlacement
     POLICIES["phalanx-fragfit"] = dataclasses.replace(
         POLICIES["phalanx"], name="phalanx-fragfit", placement="topology-frag"
     )
-    synthetic = f"synthetic:jobs={jobs},mix=multi,seed={seed},load=1.0,max_duration=21600"
+    synthetic = f"synthetic:jobs={jobs},mix=multi,seed={seed},load={load},max_duration=21600"
     mixed = f"{synthetic},cluster=lingjun,topology={{mode}},level=rack"
     return mixed, (("preferred", "phalanx"), ("preferred", "phalanx-fragfit"))
 
@@ -117,12 +117,13 @@ def main() -> None:
     parser.add_argument("--only", choices=("synthetic", "synthetic-64", "philly"))
     parser.add_argument("--runs", help="only these runs, e.g. preferred:phalanx,required:phalanx")
     parser.add_argument("--fragfit", action="store_true", help="the tie-break experiment")
+    parser.add_argument("--load", type=float, default=1.0, help="offered load (--fragfit)")
     args = parser.parse_args()
     rows = []
     runs: tuple[tuple[str, str], ...] = RUNS
     named = workloads(args.jobs, args.philly_scale, args.seed)
     if args.fragfit:
-        mixed, runs = fragfit(args.jobs, args.seed)
+        mixed, runs = fragfit(args.jobs, args.seed, args.load)
         named = {"mixed": mixed}
     for name, template in named.items():
         if args.only and name != args.only:

@@ -159,3 +159,26 @@ def test_settings_topology_is_a_list_of_level_labels() -> None:
         parse_settings({"topology": ["a", "a"]}, "settings.yaml")
     with pytest.raises(InputError, match="topology: must list 1 to 16 levels"):
         parse_settings({"topology": []}, "settings.yaml")
+
+
+async def test_volcano_subgroup_policy_keeps_each_shard_in_one_rack_live() -> None:
+    async with connected(crds=(*ALL_CRDS, TOPOLOGY_CRD)) as (server, client):
+        put_racks(server)  # rack r1: a1, a2; rack r2: b1, b2, b3
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await declare_topology(scheduler, client)
+            policy = {
+                "name": "shards",
+                "networkTopology": {"mode": "hard", "highestTierAllowed": 1},  # the rack
+                "matchLabelKeys": ["shard"],
+            }
+            await create_volcano_group(scheduler, volcano_group("vc", 5, subGroupPolicy=[policy]))
+            for shard, count in (("1", 3), ("0", 2)):  # spread in node order, unconstrained
+                for i in range(count):
+                    member = volcano_pod(f"vc-{shard}-{i}", "vc", gpus=4)
+                    member["metadata"]["labels"] = {"shard": shard}
+                    await create_pod(scheduler, client, member)
+            result = await scheduler.run_once(1.0)
+            names = scheduler.cache.state.table.names
+            placed = {pod.key.rsplit("/", 1)[1]: names[n] for pod, n in result.binds}
+            assert {placed[f"vc-1-{i}"] for i in range(3)} == {"b1", "b2", "b3"}  # rack r2
+            assert {placed[f"vc-0-{i}"] for i in range(2)} == {"a1", "a2"}  # rack r1
