@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -11,6 +12,9 @@ import pytest
 
 from phalanx.cli.main import main
 from phalanx.k8s import load_files
+from phalanx.plugins.topology import FragTopologyPlacement
+from phalanx.policies import POLICIES
+from phalanx.policies.registry import PLACEMENTS
 from phalanx.sim.metrics import SimResult
 from phalanx.sim.simulator import SimOptions, simulate
 
@@ -422,3 +426,21 @@ def test_a_reservation_keeps_a_preferred_gang_in_one_rack(
     (waiting,) = [g for g in json.loads(capsys.readouterr().out)["gangs"] if g["name"] == "big"]
     # every host frees at 100 s: the reservation takes the rack that holds the gang
     assert "reserved: b1-r2-0, b1-r2-1, b1-r2-2 free at t=1m40s" in waiting["reason"]
+
+
+def test_topology_frag_breaks_best_fit_ties_towards_the_fragmented_rack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(PLACEMENTS, "topology-frag", FragTopologyPlacement)
+    fragfit = dataclasses.replace(POLICIES["phalanx"], name="fragfit", placement="topology-frag")
+    monkeypatch.setitem(POLICIES, "fragfit", fragfit)
+    cluster = nodes({"b1": {"r1": 2, "r2": 2}})
+    pinned = "spec:\n  nodeSelector: {ex.com/rack: RACK}\n  containers"
+    full = gang("full", 1).replace("spec:\n  containers", pinned.replace("RACK", "r1"))
+    six = gang("six", 1, gpus=6).replace("spec:\n  containers", pinned.replace("RACK", "r2"))
+    four = gang("four", 1, gpus=4, submit="1s", pod_annotations=kueue("preferred"))
+    # both racks have room for two 4-GPU pods; r2 also holds 2 GPUs no 4-GPU pod can use
+    _, events = run(tmp_path, TOPOLOGY, cluster, full, six, four)
+    assert racks(events, "default/four") == {"b1/r1": 1}  # best fit's tie: the first rack
+    _, events = run(tmp_path, TOPOLOGY, cluster, full, six, four, policy="fragfit")
+    assert racks(events, "default/four") == {"b1/r2": 1}  # the fragmented one
