@@ -21,9 +21,9 @@ mean over racks with idle GPU, ``fragmentation_by_domain``) and the run's CPU se
     python benchmarks/topology.py [--jobs 5000] [--philly-scale 0.01] [--seed 0]
 
 ``--fragfit`` instead measures FGD's fragmentation as best fit's tie-break (``topology-frag``:
-among domains of equal room, the most fragmented first) against plain best fit, on
-``mixed``: the synthetic gangs of 2 GPUs and more (``mix=multi``: pods of 2, 4 and 8 GPUs, so
-hosts are partly used and fragments exist), preferred rack.
+among domains of equal room, the most fragmented first) against plain best fit, preferred
+rack, on the workloads above and on ``mixed``: the synthetic gangs of 2 GPUs and more
+(``mix=multi``: pods of 2, 4 and 8 GPUs, so hosts are partly used), at ``--load``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def fragfit(jobs: int, seed: int, load: float) -> tuple[str, tuple[tuple[str, st
         POLICIES["phalanx"], name="phalanx-fragfit", placement="topology-frag"
     )
     synthetic = f"synthetic:jobs={jobs},mix=multi,seed={seed},load={load},max_duration=21600"
-    mixed = f"{synthetic},cluster=lingjun,topology={{mode}},level=rack"
+    mixed = f"{synthetic},cluster=lingjun,topology={{mode}},level=rack"  # {mode}: formatted later
     return mixed, (("preferred", "phalanx"), ("preferred", "phalanx-fragfit"))
 
 
@@ -124,7 +124,7 @@ def main() -> None:
     named = workloads(args.jobs, args.philly_scale, args.seed)
     if args.fragfit:
         mixed, runs = fragfit(args.jobs, args.seed, args.load)
-        named = {"mixed": mixed}
+        named["mixed"] = mixed
     for name, template in named.items():
         if args.only and name != args.only:
             continue

@@ -264,10 +264,7 @@ class _Planner:
         """See :meth:`TopologyPlacement.reservation_domains`: by room when the cluster is
         empty (allocatable on the nodes the pods' selectors and tolerations allow)."""
         within = self._pinned(unit, rule)
-        pod = max(
-            unit.pods, key=lambda p: (int(p.request[self.table.gpu_col]), int(p.request.sum()))
-        )
-        cap = self._empty_capacity(pod, within)
+        cap = self._empty_capacity(self._largest(unit.pods), within)
         placed = _placed_nodes(unit)
         found: list[Mask | None] = []
         for depth in self._reachable(rule):
@@ -282,6 +279,11 @@ class _Planner:
         if rule.required is None:
             found.append(None)
         return found or [np.zeros(len(self.table), dtype=bool)]
+
+    def _largest(self, pods: Sequence[PodInfo]) -> PodInfo:
+        """The pod sizes are counted in: the most GPUs, then the largest request."""
+        gpu = self.table.gpu_col
+        return max(pods, key=lambda p: (int(p.request[gpu]), int(p.request.sum())))
 
     def _empty_capacity(self, pod: PodInfo, within: Mask | None) -> Counts:
         facts = self.table.facts
@@ -310,7 +312,7 @@ class _Planner:
         return level.members(int(used[0]))
 
     def _capacity(self, pods: Sequence[PodInfo], within: Mask | None) -> Counts:
-        pod = max(pods, key=lambda p: (int(p.request[self.table.gpu_col]), int(p.request.sum())))
+        pod = self._largest(pods)
         feasible = self.session.feasible(pod)
         if within is not None:
             feasible &= within
@@ -347,10 +349,7 @@ class _Planner:
     def _domain_fragments(self, level: Level, pods: Sequence[PodInfo]) -> Floats:
         """FGD's fragmented milli-GPU of each domain, for a target of the pods' one shape."""
         if self._fragmented is None:
-            pod = max(
-                pods, key=lambda p: (int(p.request[self.table.gpu_col]), int(p.request.sum()))
-            )
-            target = target_workload([task_type_of(pod.spec)])
+            target = target_workload([task_type_of(self._largest(pods).spec)])
             self._fragmented = Fragmentation(target).node_fragmentation(self.table)
         inside = level.codes >= 0
         found = np.bincount(
