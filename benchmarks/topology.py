@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=5000, help="synthetic jobs")
     parser.add_argument("--philly-scale", type=float, default=0.01, help="Philly arrival scale")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=("synthetic", "synthetic-64", "philly"))
+    parser.add_argument("--only", choices=("synthetic", "synthetic-64", "philly", "mixed"))
     parser.add_argument("--runs", help="only these runs, e.g. preferred:phalanx,required:phalanx")
     parser.add_argument("--fragfit", action="store_true", help="the tie-break experiment")
     parser.add_argument("--load", type=float, default=1.0, help="offered load (--fragfit)")
