@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from apiserver import KAI_PODGROUPS
 from apiserver.harness import connected, eventually, fast_backoff
 from apiserver.registry import ALL_CRDS, ResourceInfo
 from test_live_serve import create_pod, pod, scheduled_condition
@@ -21,6 +22,7 @@ from test_live_status import (
 from phalanx.api.errors import InputError
 from phalanx.live import PODGROUPS, PODS, KubeClient
 from phalanx.live.loop import LiveScheduler
+from phalanx.live.resources import KAI_PODGROUPS as KAI
 from phalanx.live.resources import KUEUE_TOPOLOGIES
 from phalanx.live.settings import parse_settings
 
@@ -182,3 +184,56 @@ async def test_volcano_subgroup_policy_keeps_each_shard_in_one_rack_live() -> No
             placed = {pod.key.rsplit("/", 1)[1]: names[n] for pod, n in result.binds}
             assert {placed[f"vc-1-{i}"] for i in range(3)} == {"b1", "b2", "b3"}  # rack r2
             assert {placed[f"vc-0-{i}"] for i in range(2)} == {"a1", "a2"}  # rack r1
+
+
+def block_node(name: str, block: str, rack: str) -> dict[str, Any]:
+    found = node(name, rack)
+    found["metadata"]["labels"]["example.com/block"] = block
+    return found
+
+
+def kai_serving(parent_level: str | None) -> dict[str, Any]:
+    """A KAI PodGroup: prefill (2 pods) and decode (1) each in one rack, under parent ``pd``."""
+    rack = {"requiredTopologyLevel": RACK}
+    parent: dict[str, Any] = {"name": "pd"}
+    if parent_level is not None:
+        parent["topologyConstraint"] = {"requiredTopologyLevel": parent_level}
+    groups = [
+        parent,
+        {"name": "prefill", "parent": "pd", "minMember": 2, "topologyConstraint": rack},
+        {"name": "decode", "parent": "pd", "minMember": 1, "topologyConstraint": rack},
+    ]
+    return {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "serve", "namespace": NS},
+        "spec": {"minMember": 3, "queue": "research", "subGroups": groups},
+    }
+
+
+@pytest.mark.parametrize(("parent_level", "blocks"), [("example.com/block", 1), (None, 2)])
+async def test_kai_parent_subgroup_keeps_its_children_in_one_block_live(
+    parent_level: str | None, blocks: int
+) -> None:
+    async with connected(crds=(*ALL_CRDS, TOPOLOGY_CRD, KAI_PODGROUPS)) as (server, client):
+        # block a: rack x (1 host); block b: racks y (2 hosts) and z (1 host)
+        for name, block, rack in (("x0", "a", "x"), ("y0", "b", "y"), ("y1", "b", "y")):
+            server.put("v1", "nodes", block_node(name, block, rack))
+        server.put("v1", "nodes", block_node("z0", "b", "z"))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await declare_topology(scheduler, client)
+            await client.create(KAI, kai_serving(parent_level))
+            store = scheduler.informers[KAI].store
+            await eventually(lambda: f"{NS}/serve" in store, what="KAI group")
+            for role, count in (("prefill", 2), ("decode", 1)):
+                for i in range(count):
+                    member = pod(f"{role}-{i}", gpus=4)
+                    member["metadata"]["annotations"] = {"pod-group-name": "serve"}
+                    member["metadata"]["labels"] = {"kai.scheduler/subgroup-name": role}
+                    await create_pod(scheduler, client, member)
+            result = await scheduler.run_once(1.0)
+            names = scheduler.cache.state.table.names
+            placed = {pod.key.rsplit("/", 1)[1]: names[n] for pod, n in result.binds}
+            assert {placed["prefill-0"], placed["prefill-1"]} == {"y0", "y1"}
+            # the decode pod's best-fitting rack is x (block a) unless its parent holds it in b
+            assert placed["decode-0"] == ("z0" if blocks == 1 else "x0")
