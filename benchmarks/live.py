@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import logging
 import multiprocessing
@@ -119,7 +120,7 @@ def running(name: str, node_name: str) -> dict[str, Any]:
 # -- what the benchmark asks of the server (run where the server runs) ------------------------
 def handle(server: Any, command: tuple[Any, ...]) -> Any:
     """``nodes N`` · ``gang NAME SIZE`` (a PodGroup and its pods; their names) ·
-    ``bound NAMES`` (those of NAMES bound now)."""
+    ``bound NAMES`` (those of NAMES bound now) · ``cpu`` (the server's CPU seconds)."""
     verb = command[0]
     if verb == "nodes":
         for i in range(command[1]):
@@ -137,6 +138,8 @@ def handle(server: Any, command: tuple[Any, ...]) -> Any:
         for i in range(nodes * per):
             server.put("v1", "pods", running(f"run-{i}", f"node-{i // per:04d}"))
         return None
+    if verb == "cpu":  # the server process's CPU seconds so far
+        return time.process_time()
     if verb == "bound":
         out = []
         for name in command[1]:
@@ -379,29 +382,59 @@ async def scale_case(args: argparse.Namespace, write_status: bool, where: str) -
             cpu_used = round(time.process_time() - cpu_before, 3)
             ok = seconds < 1.0
             report("scale-gang", nodes, 64, seconds, "< 1 s", ok, cpu_seconds=cpu_used, **common)
-            bound = Bound(server)
-            total, gang, batch = args.pods, args.gang, args.batch
-            started, cpu_before = time.perf_counter(), time.process_time()
-            for first in range(0, total, batch):
-                for g in range(first // gang, min(total, first + batch) // gang):
-                    bound.add(await server.call("gang", f"g{g}", gang))
-                await asyncio.sleep(args.interval)
-            await wait_bound(bound, total, 120.0, poll=args.poll)
-            seconds = time.perf_counter() - started
-            rate = total / seconds
-            report(
-                "scale-throughput",
-                nodes,
-                total,
-                seconds,
-                ">= 500 pods/s",
-                rate >= 500.0,
-                cycles=scheduler.cycles,
-                cpu_seconds=round(time.process_time() - cpu_before, 3),
-                **common,
-            )
+            await scale_throughput(args, server, scheduler, common)
             stop.set()
             await asyncio.wait_for(task, 30.0)
+
+
+async def scale_throughput(
+    args: argparse.Namespace,
+    server: LocalServer | ChildServer,
+    scheduler: LiveScheduler,
+    common: dict[str, Any],
+) -> None:
+    """``Live/scale-throughput``: pods bound per second, and the CPU it cost the scheduler
+    (``time.process_time``, up to the last pod bound *and* the last Event written, so
+    writes still queued at the end are charged too) and the server."""
+    bound = Bound(server)
+    total, gang, batch = args.pods, args.gang, args.batch
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler is not None:
+        profiler.enable()
+    server_before = await server.call("cpu")
+    cycles_before, cpu_before = scheduler.cycles, time.process_time()
+    started = time.perf_counter()
+    for first in range(0, total, batch):
+        for g in range(first // gang, min(total, first + batch) // gang):
+            bound.add(await server.call("gang", f"g{g}", gang))
+        await asyncio.sleep(args.interval)
+    await wait_bound(bound, total, 120.0, poll=args.poll)
+    seconds = time.perf_counter() - started
+    await scheduler.settle()
+    if scheduler.status is not None:
+        await scheduler.status.flush()
+    drained = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu_before
+    server_cpu = await server.call("cpu") - server_before
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    rate = total / seconds
+    report(
+        "scale-throughput",
+        args.scale_nodes,
+        total,
+        seconds,
+        ">= 500 pods/s",
+        rate >= 500.0,
+        cycles=scheduler.cycles - cycles_before,
+        cpu_seconds=round(cpu_seconds, 3),
+        cpu_ms_per_pod=round(cpu_seconds * 1000 / total, 3),
+        seconds_with_writes=round(drained, 3),
+        server_cpu_seconds=round(server_cpu, 3),
+        events_written=scheduler.status.recorder.written if scheduler.status else 0,
+        **common,
+    )
 
 
 def main() -> None:
@@ -422,6 +455,9 @@ def main() -> None:
     parser.add_argument("--bound", type=int, default=30000, help="scale: pods already bound")
     parser.add_argument("--idle-cycles", type=int, default=20, help="scale: cycles measured")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="scale: idle serve")
+    parser.add_argument(
+        "--profile", default="", help="scale-throughput: write a cProfile of it to this file"
+    )
     parser.add_argument(
         "--no-status",
         action="store_true",

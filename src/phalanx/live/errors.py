@@ -3,8 +3,8 @@
 Design: an HTTP error answer becomes an :class:`ApiError` carrying the status code and, when
 the body is a Kubernetes ``Status``, its ``reason`` and ``message`` — whether the code came as an
 HTTP status or inside a watch ERROR event (a 410 arrives either way). Connection failures and
-time-outs become :class:`TransportError` (the httpx exception is the ``__cause__``), so callers
-need not import the HTTP library.
+time-outs become :class:`TransportError` (the HTTP library's exception is the ``__cause__``),
+so callers need not import the HTTP library.
 """
 
 from __future__ import annotations
