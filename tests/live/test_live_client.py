@@ -4,12 +4,14 @@ phalanx's converters."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import socket
 from pathlib import Path
 
 import pytest
 from apiserver import FakeApiServer
 from apiserver.harness import connected
+from lightkube.config.kubeconfig import User
 
 from phalanx.k8s import PriorityTable, gang_from_dict, node_from_dict, pod_from_dict
 from phalanx.k8s.priority import priority_class_from_dict
@@ -40,6 +42,28 @@ async def test_kubeconfig_with_token(tmp_path: Path) -> None:
         assert server.requests[-1].authorization == "Bearer s3cret"
         wrong = server.kubeconfig(tmp_path / "wrong", token="nope")
         async with KubeClient(load_config(wrong), trust_env=False) as client:
+            with pytest.raises(ApiError) as caught:
+                await client.list(NODES)
+            assert caught.value.status == 401
+
+
+async def test_a_rotated_token_file_is_read_again_after_a_401(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("first")
+    async with FakeApiServer(token="first") as server:
+        base = load_config(server.kubeconfig(tmp_path / "config"))
+        user = User(token_file=str(token))
+        config = dataclasses.replace(base, single=base.single._replace(user=user))
+        async with KubeClient(config, trust_env=False) as client:
+            await client.list(NODES)
+            token.write_text("second")  # the kubelet rotated it
+            server.token = "second"
+            assert (await client.list(NODES)).items == []  # a 401, the file again, once more
+            assert [r.authorization for r in list(server.requests)[-2:]] == [
+                "Bearer first",
+                "Bearer second",
+            ]
+            server.token = "third"  # the file has no newer token: the 401 is the answer
             with pytest.raises(ApiError) as caught:
                 await client.list(NODES)
             assert caught.value.status == 401
