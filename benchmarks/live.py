@@ -118,6 +118,15 @@ def running(name: str, node_name: str) -> dict[str, Any]:
 
 
 # -- what the benchmark asks of the server (run where the server runs) ------------------------
+def make_gang(server: Any, name: str, size: int) -> list[str]:
+    """A PodGroup ``name`` and its ``size`` pods on ``server``; the pods' names."""
+    server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup(name, size))
+    names = [f"{name}-{m}" for m in range(size)]
+    for member in names:
+        server.put("v1", "pods", pod(member, name))
+    return names
+
+
 def handle(server: Any, command: tuple[Any, ...]) -> Any:
     """``nodes N`` · ``gang NAME SIZE`` (a PodGroup and its pods; their names) ·
     ``bound NAMES`` (those of NAMES bound now) · ``cpu`` (the server's CPU seconds)."""
@@ -127,12 +136,10 @@ def handle(server: Any, command: tuple[Any, ...]) -> Any:
             server.put("v1", "nodes", node(f"node-{i:04d}"))
         return None
     if verb == "gang":
-        name, size = command[1], command[2]
-        server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup(name, size))
-        names = [f"{name}-{m}" for m in range(size)]
-        for member in names:
-            server.put("v1", "pods", pod(member, name))
-        return names
+        return make_gang(server, command[1], command[2])
+    if verb == "gangs":  # gangs g<first>... g<first + count - 1> of ``size`` pods: all names
+        first, count, size = command[1], command[2], command[3]
+        return [n for g in range(first, first + count) for n in make_gang(server, f"g{g}", size)]
     if verb == "running":  # pods of another scheduler, already bound, ``per`` per node
         nodes, per = command[1], command[2]
         for i in range(nodes * per):
@@ -233,6 +240,18 @@ class Bound:
         return self.count
 
 
+async def arrive(
+    server: LocalServer | ChildServer, bound: Bound, total: int, gang: int, batch: int, every: float
+) -> None:
+    """``total`` pods in gangs of ``gang``, ``batch`` pods every ``every`` seconds (one call to
+    the server per batch: a call per gang costs the pipe's round trip, tens of ms under load,
+    and then sets the pace instead of the scheduler)."""
+    for first in range(0, total, batch):
+        low, high = first // gang, min(total, first + batch) // gang
+        bound.add(await server.call("gangs", low, high - low, gang))
+        await asyncio.sleep(every)
+
+
 async def wait_bound(bound: Bound, total: int, timeout: float, poll: float) -> None:
     deadline = time.perf_counter() + timeout
     while await bound.poll() < total:
@@ -258,8 +277,13 @@ def report(
     print(json.dumps(line), flush=True)
 
 
+#: ``--bind-concurrency`` (None: the scheduler's default)
+BIND_CONCURRENCY: list[int] = []
+
+
 def scheduler_for(client: KubeClient, write_status: bool) -> LiveScheduler:
-    return LiveScheduler(client, backoff=fast_backoff(), write_status=write_status)
+    extra = {"bind_concurrency": BIND_CONCURRENCY[0]} if BIND_CONCURRENCY else {}
+    return LiveScheduler(client, backoff=fast_backoff(), write_status=write_status, **extra)
 
 
 async def gang_case(nodes: int, size: int, write_status: bool, where: str) -> None:
@@ -305,10 +329,7 @@ async def throughput_case(
             task = asyncio.create_task(scheduler.serve(stop, period=period))
             bound = Bound(server)
             started = time.perf_counter()
-            for first in range(0, total, batch):
-                for g in range(first // gang, min(total, first + batch) // gang):
-                    bound.add(await server.call("gang", f"g{g}", gang))
-                await asyncio.sleep(interval)
+            await arrive(server, bound, total, gang, batch, interval)
             await wait_bound(bound, total, 120.0, poll=0.02)
             seconds = time.perf_counter() - started
             stop.set()
@@ -398,16 +419,14 @@ async def scale_throughput(
     writes still queued at the end are charged too) and the server."""
     bound = Bound(server)
     total, gang, batch = args.pods, args.gang, args.batch
-    profiler = cProfile.Profile() if args.profile else None
+    profiler = cProfile.Profile(time.process_time) if args.profile else None
     if profiler is not None:
         profiler.enable()
     server_before = await server.call("cpu")
     cycles_before, cpu_before = scheduler.cycles, time.process_time()
     started = time.perf_counter()
-    for first in range(0, total, batch):
-        for g in range(first // gang, min(total, first + batch) // gang):
-            bound.add(await server.call("gang", f"g{g}", gang))
-        await asyncio.sleep(args.interval)
+    await arrive(server, bound, total, gang, batch, args.interval)
+    arrived = time.perf_counter() - started
     await wait_bound(bound, total, 120.0, poll=args.poll)
     seconds = time.perf_counter() - started
     await scheduler.settle()
@@ -430,6 +449,7 @@ async def scale_throughput(
         cycles=scheduler.cycles - cycles_before,
         cpu_seconds=round(cpu_seconds, 3),
         cpu_ms_per_pod=round(cpu_seconds * 1000 / total, 3),
+        seconds_arriving=round(arrived, 3),
         seconds_with_writes=round(drained, 3),
         server_cpu_seconds=round(server_cpu, 3),
         events_written=scheduler.status.recorder.written if scheduler.status else 0,
@@ -456,6 +476,9 @@ def main() -> None:
     parser.add_argument("--idle-cycles", type=int, default=20, help="scale: cycles measured")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="scale: idle serve")
     parser.add_argument(
+        "--bind-concurrency", type=int, default=0, help="API writes in flight (0: default)"
+    )
+    parser.add_argument(
         "--profile", default="", help="scale-throughput: write a cProfile of it to this file"
     )
     parser.add_argument(
@@ -464,6 +487,8 @@ def main() -> None:
         help="write_status=False: no Events or PodGroup status",
     )
     args = parser.parse_args()
+    if args.bind_concurrency:
+        BIND_CONCURRENCY.append(args.bind_concurrency)
     status = not args.no_status
     logging.basicConfig(level=logging.WARNING)
     if args.case in ("gang", "all"):

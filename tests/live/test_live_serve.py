@@ -263,6 +263,31 @@ async def test_serve_binds_on_events_and_stops() -> None:
         await asyncio.wait_for(task, 5.0)
 
 
+async def test_serve_binds_while_a_podgroup_status_write_is_slow() -> None:
+    """Under serve, a cycle does not wait for PodGroup status writes: the next gang binds
+    while the first group's status is still on its way; both statuses arrive, once each."""
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a"))
+        server.add_latency(2.0, "PATCH", r"/podgroups/[^/]+/status$")
+        scheduler = LiveScheduler(client, backoff=fast_backoff())
+        stop = asyncio.Event()
+        task = asyncio.create_task(scheduler.serve(stop, period=5.0, debounce=0.01))
+
+        def status(name: str) -> dict[str, Any]:
+            stored = server.get(PODGROUPS.api_version, "podgroups", name, NS)
+            return dict((stored or {}).get("status") or {})
+
+        for name in ("first", "second"):
+            await client.create(PODGROUPS, podgroup(name, 1))
+            await client.create(PODS, pod(f"{name}-0", group=name))
+            await eventually(lambda name=name: bound_to(server, f"{name}-0"), what=name)
+        assert status("first") == {}  # its write is still delayed by the server
+        await eventually(lambda: status("first") and status("second"), what="statuses")
+        stop.set()
+        await asyncio.wait_for(task, 10.0)
+        assert server.count("PATCH", r"/podgroups/first/status$") == 1
+
+
 def test_serve_arguments() -> None:
     root = argparse.ArgumentParser(prog="phalanx")
     add_parser(root.add_subparsers(dest="command"))

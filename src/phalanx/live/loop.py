@@ -21,6 +21,9 @@ place (never a rebuild). One cycle (:meth:`LiveScheduler.run_once`):
 5. with ``write_status`` (default), :class:`~phalanx.live.status.StatusWriter` writes the
    status of the PodGroups whose object, members or gang changed, in its API's vocabulary
    (:mod:`phalanx.live.group_status`), and the ``Scheduled`` / ``FailedScheduling`` Events.
+   Under :meth:`~LiveScheduler.serve` neither binds nor status writes hold up the next cycle:
+   they go on in the background (status writes one sync at a time, each group planned when
+   its turn comes, so a group touched by several cycles meanwhile is written once).
 
 A cycle where nothing changed therefore does no work proportional to the cluster.
 :meth:`LiveScheduler.serve` runs cycles on informer events that pass the queueing hints
@@ -178,6 +181,10 @@ class LiveScheduler:
         self._wake = asyncio.Event()
         self._semaphore: asyncio.Semaphore | None = None
         self._background: set[asyncio.Future[Any]] = set()
+        #: PodGroups touched whose status is still to write, and the task writing them (serve)
+        self._unwritten: set[tuple[str, str]] = set()
+        self._writing: asyncio.Task[None] | None = None
+        self._write_again = False
         self._wakeups: list[float] = []  # a heap of the times cycles asked to run again
         self._explained = -1  # the cache's change count when orphans were last explained
         #: the state's version when Volcano admission was last planned (None: plan again)
@@ -241,9 +248,10 @@ class LiveScheduler:
         self._wake.set()
 
     async def settle(self) -> None:
-        """Wait for the binds still going on in the background."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
+        """Wait for the binds and status writes still going on in the background."""
+        while self._background or self._writing is not None:
+            pending = [*self._background, *([self._writing] if self._writing else [])]
+            await asyncio.gather(*pending, return_exceptions=True)
 
     # -- lifecycle -------------------------------------------------------------------------
     def _inform(self, resource: Resource) -> Informer:
@@ -401,10 +409,35 @@ class LiveScheduler:
         touched, groups = cache.drain()
         await self.partial.watch(cache.snapshot, now, self.semaphore, touched)
         if self.status is not None:
-            await self._write_statuses(groups)
+            if wait_binds:
+                await self._write_statuses(groups)
+            else:
+                self._write_in_background(groups)
             if flush_events:
                 await self.status.flush()
         return result
+
+    def _write_in_background(self, groups: set[tuple[str, str]]) -> None:
+        """Under :meth:`serve`, the cycle does not wait for PodGroup status writes (on a busy
+        API server they took longer than the cycle): one task writes them, a sync at a time,
+        each group's status planned when its turn comes (so a group touched by several cycles
+        meanwhile is planned, and written, once)."""
+        self._unwritten |= groups
+        self._write_again = True  # also: Volcano admissions may change with the state
+        if self._writing is None:
+            self._writing = asyncio.create_task(self._write_unwritten())
+
+    async def _write_unwritten(self) -> None:
+        try:
+            while self._write_again:
+                self._write_again = False
+                groups, self._unwritten = self._unwritten, set()
+                try:
+                    await self._write_statuses(groups)
+                except Exception:  # one failed write must not stop the others
+                    logger.exception("writing PodGroup statuses failed")
+        finally:
+            self._writing = None
 
     async def _write_statuses(self, touched: set[tuple[str, str]]) -> None:
         """Plan and write the status of the PodGroups touched since the last cycle (and of
@@ -474,7 +507,7 @@ class LiveScheduler:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), debounce)
         except asyncio.CancelledError:  # killed: binds in flight die with it, as in a process
-            for work in list(self._background):
+            for work in [*self._background, *([self._writing] if self._writing else [])]:
                 work.cancel()
             raise
         finally:
