@@ -277,13 +277,17 @@ def report(
     print(json.dumps(line), flush=True)
 
 
-#: ``--bind-concurrency`` (None: the scheduler's default)
-BIND_CONCURRENCY: list[int] = []
+#: ``--bind-concurrency``: API writes in flight
+BIND_CONCURRENCY = [16]
 
 
 def scheduler_for(client: KubeClient, write_status: bool) -> LiveScheduler:
-    extra = {"bind_concurrency": BIND_CONCURRENCY[0]} if BIND_CONCURRENCY else {}
-    return LiveScheduler(client, backoff=fast_backoff(), write_status=write_status, **extra)
+    return LiveScheduler(
+        client,
+        backoff=fast_backoff(),
+        write_status=write_status,
+        bind_concurrency=BIND_CONCURRENCY[0],
+    )
 
 
 async def gang_case(nodes: int, size: int, write_status: bool, where: str) -> None:
@@ -476,7 +480,7 @@ def main() -> None:
     parser.add_argument("--idle-cycles", type=int, default=20, help="scale: cycles measured")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="scale: idle serve")
     parser.add_argument(
-        "--bind-concurrency", type=int, default=0, help="API writes in flight (0: default)"
+        "--bind-concurrency", type=int, default=16, help="API writes in flight (serve's default)"
     )
     parser.add_argument(
         "--profile", default="", help="scale-throughput: write a cProfile of it to this file"
@@ -487,8 +491,7 @@ def main() -> None:
         help="write_status=False: no Events or PodGroup status",
     )
     args = parser.parse_args()
-    if args.bind_concurrency:
-        BIND_CONCURRENCY.append(args.bind_concurrency)
+    BIND_CONCURRENCY[0] = args.bind_concurrency
     status = not args.no_status
     logging.basicConfig(level=logging.WARNING)
     if args.case in ("gang", "all"):
