@@ -157,3 +157,26 @@ async def test_a_hung_bind_does_not_hold_a_gang_partly_bound_past_the_limit() ->
         # Without a deadline per attempt this lasted the whole hung request (2 s); the margin
         # covers one loop period and scheduling noise on a loaded machine.
         assert partial < limit + 0.5 + PERIOD, f"partially bound for {partial:.2f} s"
+
+
+async def test_gangs_queued_behind_other_binds_do_not_run_out_of_time() -> None:
+    """The partial-bind deadline counts from a gang's first bind sent: eight gangs queued for
+    one bind slot (each bind 50 ms) take longer than half the limit, and all bind at the first
+    attempt — none times out waiting for its turn, is forgotten and placed again."""
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=16))
+        server.add_latency(0.05, "POST", r"/binding$")
+        recovery = RecoveryConfig(partial_bind_limit=1.0)
+        scheduler = LiveScheduler(client, recovery=recovery, bind_concurrency=1)
+        async with scheduler:
+            for g in range(8):
+                server.put(GROUPS, "podgroups", podgroup(f"q{g}", 2))
+                for m in range(2):
+                    server.put("v1", "pods", pod(f"q{g}-{m}", group=f"q{g}", gpus=1))
+            store = scheduler.informers[PODS].store
+            await eventually(lambda: len(store) == 16, what="pods seen")
+            result = await scheduler.run_once(1.0)
+        assert len(result.binds) == 16
+        assert all(node_of(server, f"q{g}-{m}") == "node-a" for g in range(8) for m in range(2))
+        assert server.count("POST", r"/binding$") == 16  # no retry, no second placement
+        assert scheduler.recovered == [] and server.count("DELETE", r"/pods/") == 0

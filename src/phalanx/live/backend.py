@@ -5,14 +5,15 @@ Design: :func:`~phalanx.framework.backend.apply` first changes the long-lived st
 API work; :meth:`LiveBackend.finish` (awaited by the loop after ``apply``) does it:
 
 - ``bind``: every pod of the gang concurrently (``pods/NAME/binding`` with the pod's uid, at
-  most ``bind_concurrency`` requests in flight; under ``serve`` in the background, so the next
-  cycle need not wait). Failures with a retriable error (5xx, 429,
+  most ``bind_concurrency`` requests in flight, gangs in turn; under ``serve`` in the
+  background, so the next cycle need not wait). Failures with a retriable error (5xx, 429,
   transport) are retried up to ``bind_retries`` times with a short doubling delay, stopping
-  early enough to respect ``partial_bind_limit``; refusals for good (404 gone, 409 re-created)
-  are not retried; a 409 for the very pod (same uid) already bound, or a last attempt that
-  failed but did commit (checked with a GET), counts as bound. A pod whose bind failed is
-  ``forget``-ten by the state (pending again, its room free); the watch ``confirm``-s the
-  others. A gang still below its minimum goes to
+  early enough to respect ``partial_bind_limit`` (counted from the gang's first request sent:
+  a gang queued behind a thousand other binds has nothing bound yet); refusals for good (404
+  gone, 409 re-created) are not retried; a 409 for the very pod (same uid) already bound, or a
+  last attempt that failed but did commit (checked with a GET), counts as bound. A pod whose
+  bind failed is ``forget``-ten by the state (pending again, its room free); the watch
+  ``confirm``-s the others. A gang still below its minimum goes to
   :class:`~phalanx.live.recovery.PartialBinds` (undo, event, requeue with backoff).
 - ``evict``: a ``policy/v1`` Eviction (``pods/NAME/eviction``, so PodDisruptionBudgets are
   honoured; a server without that subresource gets a ``DELETE`` with the pod's uid); a refused
@@ -48,6 +49,28 @@ logger = logging.getLogger(__name__)
 
 #: The Event reason on a gang that passed its ``scheduleTimeoutSeconds``.
 TIMEOUT = "Timeout"
+
+
+class _GangClock:
+    """How long a gang's binds may still take: ``limit`` seconds from its first bind sent
+    (waiting for a free slot behind other gangs' binds does not count — nothing of the gang
+    is bound then), so a hung request cannot keep its bound members waiting past
+    ``partial_bind_limit`` / 2 (:class:`~phalanx.live.recovery.RecoveryConfig`)."""
+
+    __slots__ = ("limit", "started")
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.started: float | None = None
+
+    def left(self) -> float:
+        now = time.monotonic()
+        if self.started is None:
+            self.started = now
+        return max(0.01, self.limit - (now - self.started))
+
+    def began(self) -> float:
+        return time.monotonic() if self.started is None else self.started
 
 
 def retriable(exc: LiveError) -> bool:
@@ -162,16 +185,14 @@ class LiveBackend:
     async def _bind_gang(self, ident: str, binds: list[tuple[PodInfo, int]]) -> None:
         config = self.scheduler.recovery
         partial = self.scheduler.partial
-        started = time.monotonic()
+        clock = _GangClock(config.partial_bind_limit / 2)
         names = self.cache.state.table.names
         todo = [(pod, names[node]) for pod, node in binds]
         bound_now: list[tuple[PodInfo, str]] = []
         unbound: set[str] = set()  # refused for good (404, 409...) or out of retries
         for attempt in range(config.bind_retries + 1):
-            budget = max(0.01, config.partial_bind_limit / 2 - (time.monotonic() - started))
-            outcomes = await asyncio.gather(
-                *(self._within(budget, pod, self._bind_pod(pod, node)) for pod, node in todo)
-            )
+            sent = (self._bind_pod(pod, node, clock) for pod, node in todo)
+            outcomes = await asyncio.gather(*sent)
             failed = [(item, error) for item, error in zip(todo, outcomes, strict=True) if error]
             bound_now += [item for item, error in zip(todo, outcomes, strict=True) if not error]
             if not failed and not unbound:
@@ -185,11 +206,7 @@ class LiveBackend:
             todo = [item for item, error in failed if retriable(error)]
             unbound |= {pod.key for (pod, _), error in failed if not retriable(error)}
             delay = config.retry_delay * 2**attempt
-            if (
-                not todo
-                or attempt == config.bind_retries
-                or time.monotonic() + delay - started >= config.partial_bind_limit / 2
-            ):
+            if not todo or attempt == config.bind_retries or clock.left() <= delay:
                 break
             await asyncio.sleep(delay)
         for pod, _node in todo:  # out of retries or time: the last attempt may have committed
@@ -204,20 +221,9 @@ class LiveBackend:
             partial.scheduled(ident)
             self._scheduled(ident, bound_now)
         elif await partial.settle(
-            self.cache.snapshot, ident, unbound, started, self.clock, self.semaphore
+            self.cache.snapshot, ident, unbound, clock.began(), self.clock, self.semaphore
         ):
             self._scheduled(ident, bound_now)
-
-    @staticmethod
-    async def _within(
-        seconds: float, pod: PodInfo, attempt: Coroutine[Any, Any, LiveError | None]
-    ) -> LiveError | None:
-        """One bind ``attempt``, abandoned after ``seconds`` (a hung request must not keep
-        the gang's other members bound past ``partial_bind_limit``, nor stall the loop)."""
-        try:
-            return await asyncio.wait_for(attempt, seconds)
-        except TimeoutError:
-            return TransportError(f"bind of {pod.key} not answered within {seconds:.2f} s")
 
     def _scheduled(self, ident: str, binds: list[tuple[PodInfo, str]]) -> None:
         status = self.scheduler.status
@@ -229,25 +235,30 @@ class LiveBackend:
             [(pods[pod.key], node) for pod, node in binds if pod.key in pods],
         )
 
-    async def _bind_pod(self, pod: PodInfo, node: str) -> LiveError | None:
-        error = await self._try_bind(pod, node)
+    async def _bind_pod(self, pod: PodInfo, node: str, clock: _GangClock) -> LiveError | None:
+        uid = self.cache.snapshot.uid(pod.key)
+        async with self.semaphore:  # queued behind other gangs' binds: not yet the gang's time
+            seconds = clock.left()
+            try:
+                async with asyncio.timeout(seconds):
+                    error = await self._try_bind(pod, node, uid)
+            except TimeoutError:
+                error = TransportError(f"bind of {pod.key} not answered within {seconds:.2f} s")
         self.scheduler.on_bind(error is None)
         return error
 
-    async def _try_bind(self, pod: PodInfo, node: str) -> LiveError | None:
-        uid = self.cache.snapshot.uid(pod.key)
-        async with self.semaphore:
-            try:
-                await bind(self.scheduler.client, pod.spec.namespace, pod.spec.name, node, uid=uid)
-            except ApiError as exc:
-                if not exc.conflict:
-                    return exc
-                bound_to = await self._already_bound(pod, uid)
-                if bound_to is None:
-                    return exc
-                logger.info("bind %s: already bound to %s (an earlier attempt)", pod.key, bound_to)
-            except LiveError as exc:
+    async def _try_bind(self, pod: PodInfo, node: str, uid: str | None) -> LiveError | None:
+        try:
+            await bind(self.scheduler.client, pod.spec.namespace, pod.spec.name, node, uid=uid)
+        except ApiError as exc:
+            if not exc.conflict:
                 return exc
+            bound_to = await self._already_bound(pod, uid)
+            if bound_to is None:
+                return exc
+            logger.info("bind %s: already bound to %s (an earlier attempt)", pod.key, bound_to)
+        except LiveError as exc:
+            return exc
         return None
 
     async def _already_bound(self, pod: PodInfo, uid: str | None) -> str | None:
