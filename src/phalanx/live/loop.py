@@ -243,8 +243,9 @@ class LiveScheduler:
 
     def _done(self, work: asyncio.Future[Any]) -> None:
         self._background.discard(work)
-        if not work.cancelled() and work.exception() is not None:
-            logger.error("binding failed", exc_info=work.exception())
+        error = None if work.cancelled() else work.exception()
+        if error is not None and not isinstance(error, asyncio.CancelledError):  # (killed)
+            logger.error("binding failed", exc_info=error)
         self._wake.set()
 
     async def settle(self) -> None:
