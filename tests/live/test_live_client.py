@@ -3,6 +3,7 @@ phalanx's converters."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import socket
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from apiserver import FakeApiServer
 from apiserver.harness import connected
+from lightkube.config.client_adapter import BearerTokenFileAuth
 from lightkube.config.kubeconfig import User
 
 from phalanx.k8s import PriorityTable, gang_from_dict, node_from_dict, pod_from_dict
@@ -47,7 +49,12 @@ async def test_kubeconfig_with_token(tmp_path: Path) -> None:
             assert caught.value.status == 401
 
 
-async def test_a_rotated_token_file_is_read_again_after_a_401(tmp_path: Path) -> None:
+async def test_a_rotated_token_file_is_read_again_after_a_401(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    read = BearerTokenFileAuth._read_token
+    monkeypatch.setattr(BearerTokenFileAuth, "_read_token", lambda a: reads.append("") or read(a))
     token = tmp_path / "token"
     token.write_text("first")
     async with FakeApiServer(token="first") as server:
@@ -67,6 +74,11 @@ async def test_a_rotated_token_file_is_read_again_after_a_401(tmp_path: Path) ->
             with pytest.raises(ApiError) as caught:
                 await client.list(NODES)
             assert caught.value.status == 401
+            token.write_text("fourth")
+            server.token = "fourth"
+            reads.clear()
+            await asyncio.gather(*(client.list(NODES) for _ in range(5)))  # five 401s at once
+            assert len(reads) == 1  # one renewal for all of them
 
 
 def test_in_cluster_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

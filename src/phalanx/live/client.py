@@ -31,6 +31,7 @@ expired continue token (410) falls back to one unpaged list.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -160,13 +161,15 @@ class _AuthHeader:
 
     Asked once and kept; after a 401, the auth flow is driven with that answer (as httpx
     does), so an auth that can renew its credentials (lightkube re-reads a rotated token file,
-    re-runs an exec plugin) gives the new header, and one that cannot gives none."""
+    re-runs an exec plugin) gives the new header, and one that cannot gives none. Requests
+    answered 401 together renew it once."""
 
     def __init__(self, auth: httpx.Auth | None, url: str) -> None:
         self.auth = auth
         self.url = url
         self.value: str | None = None
         self.known = auth is None
+        self._renewing = asyncio.Lock()
 
     async def header(self) -> str | None:
         if not self.known and self.auth is not None:
@@ -176,19 +179,22 @@ class _AuthHeader:
             self.known = True
         return self.value
 
-    async def renewed(self) -> bool:
-        """After a 401: ask the auth flow again; whether it gave a new header."""
+    async def renewed(self, used: str | None) -> bool:
+        """After a 401 to a request sent with header ``used``: ask the auth flow again;
+        whether there is a new header."""
         if self.auth is None:
             return False
-        flow = self.auth.async_auth_flow(httpx.Request("GET", self.url))
-        request = await flow.__anext__()
-        try:
-            request = await flow.asend(httpx.Response(401, request=request))
-        except StopAsyncIteration:
-            return False
-        value = request.headers.get("Authorization")
-        renewed, self.value = value != self.value, value
-        return renewed
+        async with self._renewing:
+            if self.value != used:
+                return True  # renewed meanwhile, for another request
+            flow = self.auth.async_auth_flow(httpx.Request("GET", self.url))
+            request = await flow.__anext__()
+            try:
+                request = await flow.asend(httpx.Response(401, request=request))
+            except StopAsyncIteration:
+                return False
+            self.value = request.headers.get("Authorization")
+            return self.value != used
 
 
 class KubeClient:
@@ -294,7 +300,8 @@ class KubeClient:
             except _TRANSPORT_ERRORS as exc:
                 raise self._transport_error(label, exc) from exc
             self.reachability.answered()
-            if status == 401 and not attempt and await self._auth.renewed():
+            used = headers.get("Authorization")
+            if status == 401 and not attempt and await self._auth.renewed(used):
                 continue  # new credentials (a rotated token): once more
             break
         if status >= 400:
