@@ -425,20 +425,22 @@ class LiveScheduler:
         meanwhile is planned, and written, once)."""
         self._unwritten |= groups
         self._write_again = True  # also: Volcano admissions may change with the state
-        if self._writing is None:
+        if self._writing is None or self._writing.done():
             self._writing = asyncio.create_task(self._write_unwritten())
+            self._writing.add_done_callback(self._written)
+
+    def _written(self, task: asyncio.Task[None]) -> None:
+        if self._writing is task:  # (even if cancelled before it ran)
+            self._writing = None
 
     async def _write_unwritten(self) -> None:
-        try:
-            while self._write_again:
-                self._write_again = False
-                groups, self._unwritten = self._unwritten, set()
-                try:
-                    await self._write_statuses(groups)
-                except Exception:  # one failed write must not stop the others
-                    logger.exception("writing PodGroup statuses failed")
-        finally:
-            self._writing = None
+        while self._write_again:
+            self._write_again = False
+            groups, self._unwritten = self._unwritten, set()
+            try:
+                await self._write_statuses(groups)
+            except Exception:  # one failed write must not stop the others
+                logger.exception("writing PodGroup statuses failed")
 
     async def _write_statuses(self, touched: set[tuple[str, str]]) -> None:
         """Plan and write the status of the PodGroups touched since the last cycle (and of
