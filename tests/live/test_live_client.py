@@ -79,6 +79,14 @@ async def test_a_rotated_token_file_is_read_again_after_a_401(
             reads.clear()
             await asyncio.gather(*(client.list(NODES) for _ in range(5)))  # five 401s at once
             assert len(reads) == 1  # one renewal for all of them
+            token.write_text("fifth")
+            server.token = "fifth"
+            with pytest.raises(ApiError):  # a watch is not sent again, but renews...
+                async for _ in client.watch(PODS, timeout_seconds=1):
+                    pass
+            async for _ in client.watch(PODS, timeout_seconds=1):  # ...for the next one
+                pass
+            assert list(server.requests)[-1].authorization == "Bearer fifth"
 
 
 def test_in_cluster_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -459,6 +459,8 @@ class KubeClient:
                 self.reachability.answered()
                 if response.status >= 400:
                     content = await response.read()
+                    if response.status == 401:  # the informer's next watch has new credentials
+                        await self._auth.renewed(headers.get("Authorization"))
                     raise ApiError.from_response(response.status, content, request=label)
                 async for line in _lines(response.content):
                     yield _watch_event(line, label)
