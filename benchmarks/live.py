@@ -30,7 +30,9 @@ Case ``scale`` (issue 8's "live at scale"): 5,000 nodes (``--scale-nodes``) with
 - ``Live/scale-throughput``: as ``throughput`` (2,000 pods in gangs of 8, status writes on) on
   that cluster. Target >= 500 pods/s. Also reported: the scheduler's CPU seconds (up to the
   last pod bound and the last Event written) and per pod, the server process's CPU seconds
-  (it also creates the pods and answers the benchmark's polls), and how long the arrivals took.
+  (it also creates the pods and answers the benchmark's polls), how long each process was
+  runnable but waiting for a CPU over the same span (Linux ``schedstat``: what a loaded machine
+  took from it), and how long the arrivals took.
 
     python benchmarks/live.py [--case gang|throughput|scale|all] [--server process|inprocess]
                               [--nodes 1000] [--no-status]
@@ -48,6 +50,7 @@ import cProfile
 import json
 import logging
 import multiprocessing
+import os
 import platform
 import sys
 import time
@@ -125,6 +128,29 @@ def running(name: str, node_name: str) -> dict[str, Any]:
 
 
 # -- what the benchmark asks of the server (run where the server runs) ------------------------
+#: ``time.perf_counter()`` (one clock for every process) when each batch of arrivals was made.
+ARRIVED: list[float] = []
+
+
+def schedule_arrivals(server: Any, total: int, gang: int, batch: int, every: float) -> list[str]:
+    """Batches of gangs ``g0``, ``g1``... made on the server's own clock (its event loop), so
+    the arrivals are not paced by round trips to the benchmark; the pods' names."""
+    loop = asyncio.get_running_loop()
+    ARRIVED.clear()
+    names: list[str] = []
+
+    def make(low: int, count: int) -> None:
+        for g in range(low, low + count):
+            make_gang(server, f"g{g}", gang)
+        ARRIVED.append(time.perf_counter())
+
+    for i, first in enumerate(range(0, total, batch)):
+        low, high = first // gang, min(total, first + batch) // gang
+        loop.call_later(i * every, make, low, high - low)
+        names += [f"g{g}-{m}" for g in range(low, high) for m in range(gang)]
+    return names
+
+
 def make_gang(server: Any, name: str, size: int) -> list[str]:
     """A PodGroup ``name`` and its ``size`` pods on ``server``; the pods' names."""
     server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup(name, size))
@@ -136,7 +162,8 @@ def make_gang(server: Any, name: str, size: int) -> list[str]:
 
 def handle(server: Any, command: tuple[Any, ...]) -> Any:
     """``nodes N`` · ``gang NAME SIZE`` (a PodGroup and its pods; their names) ·
-    ``bound NAMES`` (those of NAMES bound now) · ``cpu`` (the server's CPU seconds)."""
+    ``bound NAMES`` (those of NAMES bound now) · ``cpu`` (the server's CPU seconds) ·
+    ``arrive TOTAL GANG BATCH EVERY`` (:func:`schedule_arrivals`) · ``arrived``."""
     verb = command[0]
     if verb == "nodes":
         for i in range(command[1]):
@@ -144,9 +171,10 @@ def handle(server: Any, command: tuple[Any, ...]) -> Any:
         return None
     if verb == "gang":
         return make_gang(server, command[1], command[2])
-    if verb == "gangs":  # gangs g<first>... g<first + count - 1> of ``size`` pods: all names
-        first, count, size = command[1], command[2], command[3]
-        return [n for g in range(first, first + count) for n in make_gang(server, f"g{g}", size)]
+    if verb == "arrive":  # ``total`` pods in gangs, ``batch`` every ``every`` s: all names
+        return schedule_arrivals(server, *command[1:])
+    if verb == "arrived":  # when the last batch was created (``time.perf_counter``)
+        return ARRIVED[-1] if ARRIVED else None
     if verb == "running":  # pods of another scheduler, already bound, ``per`` per node
         nodes, per = command[1], command[2]
         for i in range(nodes * per):
@@ -225,6 +253,15 @@ class ChildServer:
         self.process.join(5)
 
 
+def waiting_for_cpu(pid: int) -> float:
+    """Seconds process ``pid`` has spent runnable but waiting for a CPU (Linux schedstat; 0.0
+    elsewhere): on a loaded machine, the wall time a process lost to others."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def server_for(kind: str) -> LocalServer | ChildServer:
     return ChildServer() if kind == "process" else LocalServer()
 
@@ -250,13 +287,10 @@ class Bound:
 async def arrive(
     server: LocalServer | ChildServer, bound: Bound, total: int, gang: int, batch: int, every: float
 ) -> None:
-    """``total`` pods in gangs of ``gang``, ``batch`` pods every ``every`` seconds (one call to
-    the server per batch: a call per gang costs the pipe's round trip, tens of ms under load,
-    and then sets the pace instead of the scheduler)."""
-    for first in range(0, total, batch):
-        low, high = first // gang, min(total, first + batch) // gang
-        bound.add(await server.call("gangs", low, high - low, gang))
-        await asyncio.sleep(every)
+    """``total`` pods in gangs of ``gang``, ``batch`` pods every ``every`` seconds, made by the
+    server on its own clock (a call per gang or per batch from here costs a pipe round trip,
+    tens of ms under load, and then sets the pace instead of the scheduler)."""
+    bound.add(await server.call("arrive", total, gang, batch, every))
 
 
 async def wait_bound(bound: Bound, total: int, timeout: float, poll: float) -> None:
@@ -434,19 +468,23 @@ async def scale_throughput(
     profiler = cProfile.Profile(time.process_time) if args.profile else None
     if profiler is not None:
         profiler.enable()
+    server_pid = server.process.pid if isinstance(server, ChildServer) else None
+    queued = [waiting_for_cpu(os.getpid()), waiting_for_cpu(server_pid or 0)]
     server_before = await server.call("cpu")
     cycles_before, cpu_before = scheduler.cycles, time.process_time()
     started = time.perf_counter()
     await arrive(server, bound, total, gang, batch, args.interval)
-    arrived = time.perf_counter() - started
     await wait_bound(bound, total, 120.0, poll=args.poll)
     seconds = time.perf_counter() - started
+    arrived = await server.call("arrived") - started
     await scheduler.settle()
     if scheduler.status is not None:
         await scheduler.status.flush()
     drained = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu_before
     server_cpu = await server.call("cpu") - server_before
+    queued[0] = waiting_for_cpu(os.getpid()) - queued[0]
+    queued[1] = waiting_for_cpu(server_pid or 0) - queued[1]
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)
@@ -464,6 +502,8 @@ async def scale_throughput(
         seconds_arriving=round(arrived, 3),
         seconds_with_writes=round(drained, 3),
         server_cpu_seconds=round(server_cpu, 3),
+        waiting_for_cpu_seconds=round(queued[0], 3),
+        server_waiting_for_cpu_seconds=round(queued[1], 3) if server_pid else None,
         events_written=scheduler.status.recorder.written if scheduler.status else 0,
         **common,
     )
