@@ -42,6 +42,7 @@ from phalanx.cluster.labels import LabelIndex, Mask, TaintIndex
 from phalanx.cluster.resources import ResourceIndex, Vector, saturating_sum
 
 Matrix = npt.NDArray[np.int64]
+Rows = npt.NDArray[np.intp]  # node indices
 #: One allocatable column: values, divisor max(alloc, 1), alloc > 0, and whether all are > 0.
 AllocColumn = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Mask, bool]
 
@@ -113,6 +114,10 @@ class NodeTable:
         self._free: Matrix | None = None
         self._whole: npt.NDArray[np.int64] | None = None
         self._columns: dict[int, AllocColumn] = {}  # static: shared by every copy
+        #: rows written since :meth:`track` (a session's snapshot only), and a count of
+        #: changes to nodes or columns, which make every row-wise cache stale
+        self.written: list[int] | None = None
+        self.epoch = 0
 
     @classmethod
     def build(cls, nodes: Sequence[NodeSpec], index: ResourceIndex) -> NodeTable:
@@ -145,6 +150,10 @@ class NodeTable:
         table._free, table._whole = self._free, self._whole  # copied on the first write
         return table
 
+    def track(self) -> None:
+        """Log the row of every later write in ``written`` (for per-row caches)."""
+        self.written = []
+
     def _own(self) -> None:
         if self._shared:
             self.requested = self.requested.copy()
@@ -159,6 +168,7 @@ class NodeTable:
 
     def _drop_derived(self) -> None:
         """Nodes or columns changed: the maintained free matrices are built again."""
+        self.epoch += 1
         self._total = None
         self._free = self._whole = None
         self._columns = {}
@@ -214,6 +224,20 @@ class NodeTable:
                 mask &= devices.fits(self.gpu_free, gpu)
         return mask
 
+    def fits_rows(self, request: Vector, rows: Rows) -> Mask:
+        """:meth:`fits` for the nodes ``rows`` only (the same integer comparisons)."""
+        cols = np.flatnonzero(request)
+        free = self.free_columns()[rows[:, None], cols]
+        mask = np.asarray((free >= request[cols]).all(axis=1), dtype=bool)
+        gpu = int(request[self.gpu_col])
+        if gpu:
+            count, each = devices.shape(gpu)
+            if each == devices.WHOLE:
+                mask &= self.whole_free()[rows] >= count
+            else:
+                mask &= devices.fits(self.gpu_free[rows], gpu)
+        return mask
+
     def capacity_for(self, request: Vector, mask: Mask) -> int:
         """How many pods of shape ``request`` fit, in total, on the nodes of ``mask``."""
         return int(self.capacity_per_node(request, mask).sum())
@@ -247,6 +271,8 @@ class NodeTable:
 
     def add(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
         self._own()
+        if self.written is not None:
+            self.written.append(node)
         self.requested[node] += request
         if self._free is not None:
             self._free[node] -= request
@@ -256,6 +282,8 @@ class NodeTable:
 
     def remove(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
         self._own()
+        if self.written is not None:
+            self.written.append(node)
         self.requested[node] -= request
         if self._free is not None:
             self._free[node] += request
@@ -270,11 +298,15 @@ class NodeTable:
     def pipeline(self, node: int, request: Vector, sign: int = 1) -> None:
         """Claim (``sign=1``) or give back (``-1``) ``node``'s future free resources."""
         self._own()
+        if self.written is not None:
+            self.written.append(node)
         self.pipelined[node] += sign * request
 
     def mark_releasing(self, node: int, request: Vector, sign: int = 1) -> None:
         """Count ``request`` on ``node`` as being released (an eviction), or undo that."""
         self._own()
+        if self.written is not None:
+            self.written.append(node)
         self.releasing[node] += sign * request
 
     # -- nodes and resources come and go (the owning state's table only) ----------------------

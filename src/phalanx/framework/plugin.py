@@ -8,7 +8,8 @@ finds them once when it is built (``hooks``). Combination rules, as in Volcano:
   without a Python comparison per pair;
 - validity (``unit_valid``): every plugin must accept; the first refusal's reason is kept;
 - readiness (``unit_ready``): all must agree (no plugin: ready);
-- filters: node masks are ANDed; scores: weighted sum;
+- filters: node masks are ANDed; scores: weighted sum (a filter or score may also answer for
+  a few rows, ``filter_rows``/``score_rows``, so a session recomputes only what changed);
 - GPU devices (``choose_gpus``): the first scoring plugin that chooses them decides, so a pod
   lands on the devices it was scored for (FGD); with none, the table's best fit;
 - placements (``observe``) and session opening (``open_session``): every plugin is told;
@@ -34,7 +35,7 @@ import numpy.typing as npt
 from phalanx.api.errors import InputError
 from phalanx.cluster.fragmentation import TargetWorkload
 from phalanx.cluster.labels import Mask
-from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.nodes import NodeTable, Rows
 from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.unit import Unit
 
@@ -91,6 +92,20 @@ class Score(Protocol):
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
         """A score in [0, 100] for every node (only ``feasible`` ones are used)."""
+
+
+@runtime_checkable
+class RowFilter(Protocol):
+    def filter_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Mask:
+        """``filter`` for the nodes ``rows`` only: the same verdicts (the session then asks
+        only for the rows its placements changed, see :mod:`phalanx.framework.selection`)."""
+
+
+@runtime_checkable
+class RowScore(Protocol):
+    def score_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Scores:
+        """``score`` of the nodes ``rows`` only, to the last bit; implemented only by scores
+        that do not depend on the other nodes or on the feasible mask."""
 
 
 @runtime_checkable

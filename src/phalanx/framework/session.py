@@ -32,6 +32,7 @@ from phalanx.framework.plugin import (
     ReservationPlacement,
     Scores,
 )
+from phalanx.framework.selection import Selector
 from phalanx.framework.statement import Op, Operation, Statement
 from phalanx.framework.unit import Unit
 
@@ -106,6 +107,7 @@ class Session:
         self.gpu_chooser = hooks.gpu_chooser
         self.observers = hooks.observers
         self.placers = hooks.placers
+        self.selector = Selector(self.table, self.filters, self.scorers)
         #: every ordering keeps a waiting gang's key while nothing of it is placed (hints)
         self.static_order = all(getattr(p, "static_order", False) for p in self.orders)
         self.freed = state.freed
@@ -192,30 +194,34 @@ class Session:
 
     # -- nodes -----------------------------------------------------------------------------
     def feasible(self, pod: PodInfo) -> Mask:
-        mask = np.ones(len(self.table), dtype=bool)
-        for plugin in self.filters:
-            mask &= plugin.filter(self.table, pod)
-        return mask
+        """Nodes where ``pod`` may go now (a new array)."""
+        return self.selector.feasible(pod)
 
     def scores(self, pod: PodInfo, feasible: Mask) -> Scores:
-        total = np.zeros(len(self.table), dtype=np.float64)
-        for plugin in self.scorers:
-            total += plugin.weight * plugin.score(self.table, pod, feasible)
-        return total
+        """Every node's weighted score (only ``feasible`` ones are meaningful; read only)."""
+        return self.selector.scores(pod, feasible)
 
     def select_node(self, pod: PodInfo, within: Mask | None = None) -> int | None:
         """The best feasible node for ``pod`` (among ``within``, if given); ties are broken by
-        the session's seeded RNG."""
-        feasible = self.feasible(pod)
-        if within is not None:
-            feasible &= within
-        candidates = np.flatnonzero(feasible)
-        if candidates.size == 0:
-            return None
-        if candidates.size == 1 or not self.scorers:
-            return int(candidates[0])
-        scores = self.scores(pod, feasible)[candidates]
-        best = candidates[scores == scores.max()]
+        the session's seeded RNG, lowest node first among the tied."""
+        if self.selector.incremental_scores and self.scorers:
+            # kept scores are finite: the best of the feasible ones, without a gather
+            masked = self.selector.masked(pod, within)
+            top = masked.max()
+            if top == -np.inf:
+                return None
+            best = np.flatnonzero(masked == top)
+        else:
+            feasible = self.feasible(pod)
+            if within is not None:
+                feasible &= within
+            candidates = np.flatnonzero(feasible)
+            if candidates.size == 0:
+                return None
+            if candidates.size == 1 or not self.scorers:
+                return int(candidates[0])
+            scores = self.scores(pod, feasible)[candidates]
+            best = candidates[scores == scores.max()]
         return int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
 
     def choose_gpus(self, pod: PodInfo, node: int) -> tuple[int, ...]:

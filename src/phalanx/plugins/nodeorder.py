@@ -20,7 +20,7 @@ import numpy as np
 
 from phalanx.api.quantity import is_gpu
 from phalanx.cluster.labels import Mask
-from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.nodes import NodeTable, Rows
 from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.plugin import BuildContext, Scores
 
@@ -36,15 +36,18 @@ def _weights(
     pod: PodInfo,
     weights: Mapping[str, int],
     gpu_weight: int,
-    cache: dict[tuple[int, ...], _Weights],
+    cache: dict[bytes, _Weights],
 ) -> _Weights:
     """The columns the pod requests that carry a weight, and those weights; a GPU resource
-    not named in ``weights`` (e.g. ``amd.com/gpu``) weighs ``gpu_weight``. Cached per set
-    of requested columns."""
-    requested = tuple(np.flatnonzero(pod.request).tolist())
-    found = cache.get(requested)
+    not named in ``weights`` (e.g. ``amd.com/gpu``) weighs ``gpu_weight``. Cached per
+    request (columns keep their names while the index grows)."""
+    key = pod.request.tobytes()
+    found = cache.get(key)
     if found is not None:
         return found
+    if len(cache) > 4096:
+        cache.clear()
+    requested = np.flatnonzero(pod.request).tolist()
     names = table.index.names
 
     def weight(col: int) -> int:
@@ -53,16 +56,24 @@ def _weights(
 
     cols = [c for c in requested if weight(c) > 0]
     w = [weight(c) for c in cols]
-    found = cache[requested] = (np.array(cols, dtype=np.intp), np.array(w, dtype=np.float64))
+    found = cache[key] = (np.array(cols, dtype=np.intp), np.array(w, dtype=np.float64))
     return found
 
 
-def _utilisation(table: NodeTable, pod: PodInfo, cols: np.ndarray) -> np.ndarray:
+def _utilisation(
+    table: NodeTable, pod: PodInfo, cols: np.ndarray, rows: Rows | None = None
+) -> np.ndarray:
     """(requested + request) / allocatable per node and column; 1 where nothing is allocatable.
 
     Built one contiguous column at a time from the table's maintained free matrix (the same
-    integers and the same float operations as ``(requested + request) / max(alloc, 1)``)."""
+    integers and the same float operations as ``(requested + request) / max(alloc, 1)``), for
+    every node, or for the nodes ``rows`` in one go (element by element the same numbers)."""
     free = table.free_columns()
+    if rows is not None:
+        where = rows[:, None], cols
+        alloc = table.allocatable[where]
+        frac = (alloc - free[where] + pod.request[cols]) / np.maximum(alloc, 1)
+        return np.asarray(np.clip(np.where(alloc > 0, frac, 1.0), 0.0, 1.0), np.float64)
     out = np.empty((len(table), cols.size), dtype=np.float64)
     for j, col in enumerate(cols.tolist()):
         alloc, divisor, positive, everywhere = table.alloc_column(col)
@@ -73,13 +84,25 @@ def _utilisation(table: NodeTable, pod: PodInfo, cols: np.ndarray) -> np.ndarray
     return np.asarray(np.clip(out, 0.0, 1.0, out=out), dtype=np.float64)
 
 
+def _weighted(utilisation: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``100 · (utilisation @ w) / Σ w``. A one-row product is done on two copies of the row:
+    numpy computes a single row as a dot product, whose rounding differs from the matrix
+    product's in the last bit, and a row's score must not depend on how many rows are
+    scored with it (see ``score_rows``)."""
+    if utilisation.shape[0] == 1:
+        product = (np.repeat(utilisation, 2, axis=0) @ w)[:1]
+    else:
+        product = utilisation @ w
+    return np.asarray(100.0 * product / w.sum(), np.float64)
+
+
 class Binpack:
     name = "binpack"
 
     def __init__(self, weight: int = 1, weights: Mapping[str, int] | None = None) -> None:
         self.weight = weight
         self.weights = dict(DEFAULT_BINPACK_WEIGHTS if weights is None else weights)
-        self._cache: dict[tuple[int, ...], _Weights] = {}
+        self._cache: dict[bytes, _Weights] = {}
 
     @classmethod
     def build(cls, context: BuildContext) -> Binpack:
@@ -89,7 +112,14 @@ class Binpack:
         cols, w = _weights(table, pod, self.weights, 10, self._cache)
         if cols.size == 0:
             return np.zeros(len(table), dtype=np.float64)
-        return np.asarray(100.0 * (_utilisation(table, pod, cols) @ w) / w.sum(), np.float64)
+        return _weighted(_utilisation(table, pod, cols), w)
+
+    def score_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Scores:
+        """:meth:`score` of the nodes ``rows`` only, to the last bit."""
+        cols, w = _weights(table, pod, self.weights, 10, self._cache)
+        if cols.size == 0:
+            return np.zeros(rows.size, dtype=np.float64)
+        return _weighted(_utilisation(table, pod, cols, rows), w)
 
 
 class Spread:
@@ -98,20 +128,26 @@ class Spread:
     def __init__(self, weight: int = 1, weights: Mapping[str, int] | None = None) -> None:
         self.weight = weight
         self.weights = dict(DEFAULT_SPREAD_WEIGHTS if weights is None else weights)
-        self._cache: dict[tuple[int, ...], _Weights] = {}
+        self._cache: dict[bytes, _Weights] = {}
 
     @classmethod
     def build(cls, context: BuildContext) -> Spread:
         return cls(context.weight, context.resources)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
+        return self._score(table, pod, None)
+
+    def score_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Scores:
+        """:meth:`score` of the nodes ``rows`` only, to the last bit."""
+        return self._score(table, pod, rows)
+
+    def _score(self, table: NodeTable, pod: PodInfo, rows: Rows | None) -> Scores:
         cols, w = _weights(table, pod, self.weights, 0, self._cache)
         if cols.size == 0:
             cols = np.flatnonzero(pod.request[: len(table.index)])
             cols = np.array([c for c in cols if table.index.names[c] != "pods"], dtype=np.intp)
             w = np.ones(cols.size, dtype=np.float64)
+        size = len(table) if rows is None else rows.size
         if cols.size == 0:
-            return np.zeros(len(table), dtype=np.float64)
-        return np.asarray(
-            100.0 * ((1.0 - _utilisation(table, pod, cols)) @ w) / w.sum(), np.float64
-        )
+            return np.zeros(size, dtype=np.float64)
+        return _weighted(1.0 - _utilisation(table, pod, cols, rows), w)

@@ -4,7 +4,8 @@ A node passes when it is not cordoned (``spec.unschedulable``), matches ``nodeSe
 required node affinity, has no NoSchedule/NoExecute taint the pod does not tolerate, and has
 room on every resource the pod requests (``pods`` included, so the pod-count limit is just
 another resource). The static part is cached per placement; the resource part is one
-comparison over the columns the pod requests.
+comparison over the columns the pod requests. ``filter_rows`` gives the same verdict for a few
+nodes, so a session can refresh only the rows its placements changed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from phalanx.api.specs import Placement
 from phalanx.cluster.labels import Mask
-from phalanx.cluster.nodes import NodeFacts, NodeTable
+from phalanx.cluster.nodes import NodeFacts, NodeTable, Rows
 from phalanx.cluster.workloads import PodInfo
 
 
@@ -41,6 +42,13 @@ class Predicates:
         if pod.invalid:
             return np.zeros(len(table), dtype=bool)
         return self.static(table.facts, pod.spec.placement) & table.fits(pod.request)
+
+    def filter_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Mask:
+        """:meth:`filter` for the nodes ``rows`` only (the session's per-row refresh)."""
+        if pod.invalid:
+            return np.zeros(rows.size, dtype=bool)
+        static = self.static(table.facts, pod.spec.placement)[rows]
+        return np.asarray(static & table.fits_rows(pod.request, rows), dtype=bool)
 
     def rejections(self, table: NodeTable, pod: PodInfo) -> list[tuple[str, Mask]]:
         """Each node is charged to the first check it fails, resources last (all of them)."""
