@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
@@ -132,3 +133,59 @@ def test_volcano_drf_orders_running_gangs_by_dominant_share() -> None:
 
     shares = {g.name: Drf().order_key(Unit.of_gang(g, g.members), table) for g in (big, small)}
     assert shares == {"big": (0.5,), "small": (0.125,)}
+
+
+def shared_fields(state: ClusterState) -> dict[str, tuple[object, ...]]:
+    """What the actions must change only through the cycle's result: gangs' attempts, Permit
+    deadlines, time-outs and conditions; pods' failures, backoffs and unschedulable marks.
+    (A pod's status and node change through Statements, whose operations the result lists.)"""
+    fields: dict[str, tuple[object, ...]] = {}
+    for ident, gang in state.gangs.items():
+        fields[ident] = (
+            gang.attempted,
+            gang.permit_deadline,
+            gang.timed_out,
+            gang.condition,
+        )
+    for key, pod in state.pods.items():
+        fields[key] = (pod.failures, pod.backoff_until, pod.blocked_at)
+    return fields
+
+
+@pytest.mark.parametrize("policy", ["coscheduling", "kube-default", "phalanx", "volcano"])
+def test_a_cycle_changes_shared_state_only_through_its_result(policy: str) -> None:
+    """Permit holds (reserved, then rejected at the timeout), pod backoffs and gang attempts
+    are recorded in the result; the state and its gangs and pods are as before until the
+    applier carries the result out."""
+    state = cluster([9])
+    add_gang(state, "g", 10)  # 9 of 10 fit: held at Permit under coscheduling
+    add_gang(state, "h", 3)  # finds no node behind g (coscheduling), or is placed
+    scheduler = Scheduler(get_policy(policy))
+    for now in (0.0, 30.0, 60.0, 61.0):  # 60 s: the Permit wait is over
+        before = shared_fields(state)
+        requested = state.table.requested.copy()
+        result = scheduler.cycle(state, now)
+        assert shared_fields(state) == before
+        assert np.array_equal(state.table.requested, requested)
+        apply(state, result, now)
+    gang = state.gangs["default/g"]
+    if policy == "coscheduling":
+        assert gang.timed_out
+        assert any(p.failures for p in gang.members)
+    else:
+        assert state.gangs["default/h"].attempted >= 0  # g is invalid: more than the cluster
+
+
+def test_coscheduling_rejection_is_a_statement_and_applied_by_the_applier() -> None:
+    state = cluster([9])
+    gang = add_gang(state, "g", 10)
+    scheduler = Scheduler(get_policy("coscheduling"))
+    apply(state, scheduler.cycle(state, 0.0), 0.0)
+    assert gang.permit_deadline == 60.0
+    later = scheduler.cycle(state, 60.0)
+    assert len(later.unreserved) == 9 and later.permits["default/g"][1] is not None
+    assert state.table.requested[0, state.table.gpu_col] == 9000  # still held: not applied
+    assert all(p.failures == 0 for p in gang.members[:9])
+    apply(state, later, 60.0)
+    assert sum(p.status is PodStatus.RESERVED for p in gang.members) == 1  # g-9, assumed anew
+    assert all(p.failures == 1 for p in gang.members[:9])

@@ -59,7 +59,7 @@ class Allocate:
                 self._block(session, unit, _INVALID)
                 continue
             signature = _signature(unit)
-            unit.gang.attempted = session.state.version
+            session.tried(unit.gang)
             if signature not in failed:
                 session.result.attempts += 1
                 try:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.framework.explain import progress
-from phalanx.framework.session import Session
+from phalanx.framework.session import Retry, Session
 from phalanx.framework.statement import Statement
 from phalanx.framework.unit import Unit
 
@@ -71,8 +71,7 @@ class Coscheduling:
                 node = session.select_node(pod)
             if node is None:
                 no_room.add(shape)
-                self._fail(session, pod)
-                pod.blocked_at = session.freed
+                self._fail(session, pod, blocked=True)
                 released = self._post_filter(session, gang, waiting)
                 if released is not None:
                     rejected.add(gang.ident)
@@ -84,9 +83,10 @@ class Coscheduling:
             stmt.allocate(pod, node)
             if gang.implicit or gang.placed >= gang.min_member:
                 self._allow(session, gang, waiting.pop(gang.ident))
-            elif gang.permit_deadline is None:
-                gang.permit_deadline = session.now + self._timeout(gang)
-                session.result.wake_at.append(gang.permit_deadline)
+            elif session.permit_deadline(gang) is None:
+                deadline = session.now + self._timeout(gang)
+                session.set_permit_deadline(gang, deadline)
+                session.result.wake_at.append(deadline)
         for ident, stmt in waiting.items():
             stmt.commit(reserve=True)
             self.at_permit[ident] = stmt.operations[0].pod.gang
@@ -106,10 +106,11 @@ class Coscheduling:
         return pods
 
     def _ready_to_try(self, session: Session, pod: PodInfo) -> bool:
-        if pod.blocked_at == session.freed and not self.freed_now:
+        retry = session.retry_of(pod)
+        if retry.blocked_at == session.freed and not self.freed_now:
             return False  # unschedulable queue: nothing was freed since it found no node
-        if pod.backoff_until > session.now:
-            session.result.wake_at.append(float(math.ceil(pod.backoff_until)))
+        if retry.backoff_until > session.now:
+            session.result.wake_at.append(float(math.ceil(retry.backoff_until)))
             return False
         return True
 
@@ -123,7 +124,7 @@ class Coscheduling:
             session.note(gang, "NotEnoughMembers", message)
             return False
         spec = gang.spec
-        if spec is not None and spec.min_resources and gang.permit_deadline is None:
+        if spec is not None and spec.min_resources and session.permit_deadline(gang) is None:
             index = session.table.index
             want = index.vector({k: v for k, v in spec.min_resources.items() if k in index})
             free = session.table.free()[~session.table.facts.unschedulable].sum(axis=0)
@@ -143,7 +144,7 @@ class Coscheduling:
         for pod in gang.members:
             if pod.status is PodStatus.RESERVED and id(pod) not in listed:
                 session.result.binds.append((pod, pod.node))
-        gang.permit_deadline = None
+        session.set_permit_deadline(gang, None)
         self.at_permit.pop(gang.ident, None)
         session.placed(gang)
 
@@ -153,9 +154,10 @@ class Coscheduling:
         for ident, gang in list(self.at_permit.items()):
             if not any(p.status is PodStatus.RESERVED for p in gang.members):
                 del self.at_permit[ident]
-            elif gang.permit_deadline is not None and session.now >= gang.permit_deadline:
-                if not gang.timed_out:
-                    gang.timed_out = True
+                continue
+            deadline = session.permit_deadline(gang)
+            if deadline is not None and session.now >= deadline:
+                if not session.timed_out(gang):
                     session.result.timeouts.append(gang)
                 released += self._reject(session, gang, None)
                 message = f"rejected at Permit after waiting {self._timeout(gang):g}s"
@@ -182,24 +184,26 @@ class Coscheduling:
             stmt.discard()
             for pod in pods:
                 self._fail(session, pod)
-        for pod in gang.members:
-            if pod.status is PodStatus.RESERVED:
-                session.table.remove(pod.node, pod.request, pod.gpus)
-                session.result.unreserved.append((pod, pod.node, pod.gpus))
-                gang.move(pod, PodStatus.PENDING)  # the backend frees its node at apply time
-                pod.node, pod.gpus = -1, ()
+        held = [pod for pod in gang.members if pod.status is PodStatus.RESERVED]
+        if held:
+            rejection = session.statement()  # the backend frees their nodes at apply time
+            for pod in held:
+                rejection.unreserve(pod)
                 self._fail(session, pod)
-                released += 1
-        gang.permit_deadline = None
+            rejection.commit()
+            released += len(held)
+        session.set_permit_deadline(gang, None)
         self.at_permit.pop(gang.ident, None)
         return released
 
     # -- helpers -----------------------------------------------------------------------------------
-    def _fail(self, session: Session, pod: PodInfo) -> None:
-        delay = min(self.args.backoff_max, self.args.backoff_base * 2 ** min(pod.failures, 16))
-        pod.blocked_at = -1
-        pod.failures += 1
-        pod.backoff_until = session.now + delay
+    def _fail(self, session: Session, pod: PodInfo, *, blocked: bool = False) -> None:
+        """``pod`` found no node (``blocked``: it waits for a release as well as its backoff)
+        or was rejected: its backoff grows."""
+        failures = session.retry_of(pod).failures
+        delay = min(self.args.backoff_max, self.args.backoff_base * 2 ** min(failures, 16))
+        mark = session.freed if blocked else -1
+        session.retry(pod, Retry(failures + 1, session.now + delay, mark))
         if pod.status is PodStatus.PENDING:  # a cheap message: this path runs very often
             shape = session.table.index.describe(pod.request)
             message = f"{progress(Unit.of_pod(pod))}pod {pod.key} needs {shape}; no node fits"

@@ -25,6 +25,9 @@ recheck_at     —                                          ``recheck_at`` (not 
 expected       ``expected_start``/``expected_reason``     ``expected``
 blocked        ``block`` (queueing hint)                  —
 attempts       —                                          ``attempts``
+tried          the gang's ``attempted`` (state version)   —
+retries        the pod's failures, backoff, blocked mark  —
+permits        the gang's ``permit_deadline``             —
 ============== ========================================== ===================================
 
 The simulator's backend confirms binds at once, moves its virtual clock and writes events; the
@@ -130,6 +133,13 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
             backend.expected(expecting, expected, why)
     for gang in result.blocked:
         state.block(gang, result.freed, *result.hints.get(gang.ident, (None, ())))
+    for gang, version in result.tried:
+        gang.attempted = version
+    for pod, retry in result.retries.values():
+        pod.failures, pod.backoff_until = retry.failures, retry.backoff_until
+        pod.blocked_at = retry.blocked_at
+    for gang, deadline in result.permits.values():
+        gang.permit_deadline = deadline
     backend.attempts(result.attempts)
 
 

@@ -47,6 +47,16 @@ class SessionConfig:
     scheduler_names: frozenset[str] = frozenset({"phalanx", ""})
 
 
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A pod's attempt record (pod-at-a-time baselines): failures so far, the end of its
+    backoff, and the state's release count when it last found no node (-1: not blocked)."""
+
+    failures: int
+    backoff_until: float
+    blocked_at: int
+
+
 @dataclass(slots=True)
 class CycleResult:
     binds: list[tuple[PodInfo, int]] = field(default_factory=list)
@@ -72,6 +82,15 @@ class CycleResult:
     disruptions: dict[str, tuple[str, str]] = field(default_factory=dict)
     holds: list[Hold] = field(default_factory=list)  # room held for preemptors
     attempts: int = 0
+    #: gangs and the state's version when a placement was attempted for them (their
+    #: ``attempted``: a gang in backoff is noted for a retry only if the cluster changed since)
+    tried: list[tuple[GangInfo, int]] = field(default_factory=list)
+    #: pod-at-a-time retries: pod key → the pod and its new (failures, backoff end, the
+    #: state's release count when it found no node or -1)
+    retries: dict[str, tuple[PodInfo, Retry]] = field(default_factory=dict)
+    #: coscheduling's Permit: gang ident → the gang and when its waiting pods are rejected
+    #: (None: none wait any more)
+    permits: dict[str, tuple[GangInfo, float | None]] = field(default_factory=dict)
     freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
     #: blocked gang ident → its failure class (None: any release wakes it) and order key
     hints: dict[str, tuple[Hint | None, tuple[float, ...]]] = field(default_factory=dict)
@@ -246,6 +265,8 @@ class Session:
                     observer.observe(self.table, operation.pod, operation.node)
             elif operation.op is Op.EVICT:
                 self.result.evictions.append(operation.pod)
+            elif operation.op is Op.UNRESERVE:
+                self.result.unreserved.append((operation.pod, operation.node, operation.gpus))
 
     # -- outcome -----------------------------------------------------------------------------
     def note(self, gang: GangInfo, reason: str, message: str) -> Condition:
@@ -282,6 +303,29 @@ class Session:
             delay = min(self.config.backoff_max, self.config.backoff_base * 2 ** min(failures, 16))
             self.result.failures[gang.ident] += 1
             self.result.retry_at[gang.ident] = self.now + delay
+
+    def retry_of(self, pod: PodInfo) -> Retry:
+        """``pod``'s attempt record as this cycle left it so far."""
+        noted = self.result.retries.get(pod.key)
+        if noted is not None and noted[0] is pod:
+            return noted[1]
+        return Retry(pod.failures, pod.backoff_until, pod.blocked_at)
+
+    def retry(self, pod: PodInfo, retry: Retry) -> None:
+        """Record ``pod``'s new attempt record (the applier writes it on the pod)."""
+        self.result.retries[pod.key] = (pod, retry)
+
+    def permit_deadline(self, gang: GangInfo) -> float | None:
+        """When ``gang``'s pods waiting at Permit are rejected, as this cycle left it so far."""
+        noted = self.result.permits.get(gang.ident)
+        return gang.permit_deadline if noted is None else noted[1]
+
+    def set_permit_deadline(self, gang: GangInfo, deadline: float | None) -> None:
+        self.result.permits[gang.ident] = (gang, deadline)
+
+    def tried(self, gang: GangInfo) -> None:
+        """A placement is attempted for ``gang`` at the state's current version."""
+        self.result.tried.append((gang, self.state.version))
 
     def placed(self, gang: GangInfo, where: str = "") -> None:
         """``gang``'s minimum was committed (the applier marks it Scheduled); ``where``: the

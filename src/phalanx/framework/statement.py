@@ -2,11 +2,12 @@
 
 Every change an action makes to a session goes through a Statement. ``allocate`` places a pod
 on a node's free resources, ``pipeline`` claims a node's *future* free resources (what evicted
-pods will return), ``evict`` marks a placed pod as releasing. Each operation is logged with
-the pod's previous status and node; ``discard`` replays the log backwards so the session's
-node table and every pod and gang counter are exactly as before (property-tested).
-``commit`` hands the operations to the session, which turns them into binds and evictions
-for the backend. A unit is committed only when the plugins say it is ready.
+pods will return), ``evict`` marks a placed pod as releasing, ``unreserve`` gives back what a
+pod held at Permit (coscheduling's rejection: the pod is pending again). Each operation is
+logged with the pod's previous status and node; ``discard`` replays the log backwards so the
+session's node table and every pod and gang counter are exactly as before (property-tested).
+``commit`` hands the operations to the session, which turns them into binds, evictions and
+given-back reservations for the backend. A unit is committed only when the plugins say it is ready.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Op(Enum):
     ALLOCATE = "allocate"
     PIPELINE = "pipeline"
     EVICT = "evict"
+    UNRESERVE = "unreserve"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,15 @@ class Statement:
         self.table.mark_releasing(pod.node, pod.request)
         pod.gang.move(pod, PodStatus.RELEASING)
 
+    def unreserve(self, pod: PodInfo) -> None:
+        """Give back the node a pod holds without being bound (it is pending again)."""
+        if pod.status is not PodStatus.RESERVED:
+            raise ValueError(f"cannot unreserve {pod.key} in status {pod.status.value}")
+        self._log(Op.UNRESERVE, pod, pod.node, pod.gpus)
+        self.table.remove(pod.node, pod.request, pod.gpus)
+        pod.node, pod.gpus = -1, ()
+        pod.gang.move(pod, PodStatus.PENDING)
+
     def discard(self) -> None:
         """Undo every operation, newest first."""
         self._close()
@@ -82,6 +93,9 @@ class Statement:
                 pod.gpus = operation.previous_gpus
             elif operation.op is Op.PIPELINE:
                 self.table.pipeline(node, pod.request, -1)
+            elif operation.op is Op.UNRESERVE:
+                self.table.add(node, pod.request, operation.gpus)
+                pod.gpus = operation.previous_gpus
             else:
                 self.table.mark_releasing(node, pod.request, -1)
             pod.node = operation.previous_node

@@ -160,3 +160,33 @@ def test_commit_turns_operations_into_binds_and_evictions(setup) -> None:
     ]
     assert [(p.key, n) for p, n in session.result.binds] == [("ns/l", 0)]
     assert [p.key for p in session.result.evictions] == ["ns/w2"]
+
+
+def reserved_setup() -> tuple[ClusterState, Session]:
+    """One node; pod l of gang g held at Permit (reserved, not bound) on it."""
+    state = ClusterState([NodeSpec("n0", {"cpu": 8000, "pods": 10, GPU: 4000})], ResourceIndex())
+    state.add_gang(GangSpec("ns", "g", 2, API), 0.0)
+    state.add_pod(PodSpec("ns", "l", dict(POD), gang=GangRef("g", API)), 0.0)
+    state.reserve(state.pods["ns/l"], 0)
+    policy = get_policy("coscheduling")
+    return state, Session(state, policy.plugins(), now=0.0, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("close", ["commit", "discard"])
+def test_unreserve_gives_back_a_permit_hold_and_undoes_exactly(close: str) -> None:
+    state, session = reserved_setup()
+    pod = state.pods["ns/l"]
+    gpus = pod.gpus
+    stmt = session.statement()
+    stmt.unreserve(pod)
+    assert pod.status is PodStatus.PENDING and pod.node == -1 and pod.gpus == ()
+    assert column(session, "requested") == [0]
+    with pytest.raises(ValueError, match="cannot unreserve"):
+        stmt.unreserve(pod)
+    getattr(stmt, close)()
+    if close == "discard":
+        assert (pod.status, pod.node, pod.gpus) == (PodStatus.RESERVED, 0, gpus)
+        assert column(session, "requested") == [1000] and not session.result.unreserved
+    else:
+        assert session.result.unreserved == [(pod, 0, gpus)]
+        assert state.table.requested[0, state.table.gpu_col] == 1000  # until applied
