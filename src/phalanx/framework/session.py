@@ -165,7 +165,7 @@ class Session:
         if pod.spec.scheduler_name in self.config.scheduler_names:
             return True
         message = f"schedulerName {pod.spec.scheduler_name!r}: another scheduler places this pod"
-        gang.condition = Condition("Unschedulable", "OtherScheduler", message, self.now)
+        self.note(gang, "OtherScheduler", message)
         return False
 
     def order_key(self, unit: Unit) -> tuple[float, ...]:

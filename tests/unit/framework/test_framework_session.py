@@ -98,6 +98,8 @@ def test_pods_of_another_scheduler_are_left_alone() -> None:
     add_gang(state, "ours", 2, scheduler_name="phalanx")
     s = session(state)
     assert [u.gang.name for u in s.units()] == ["ours"]
+    assert other.condition is None  # recorded in the result, written by the applier
+    settle(s)
     assert other.condition is not None and other.condition.reason == "OtherScheduler"
 
 
