@@ -6,8 +6,9 @@ fails, not to be used. Semantics (kubernetes-sigs/scheduler-plugins, pkg/cosched
 - **QueueSort**: pods one at a time, by priority, then their PodGroup's creation time, then
   name — pods of one group are adjacent, but a failed pod goes to backoff (1 s doubling to
   10 s, kube-scheduler's defaults), so retries of different groups interleave. A pod that found
-  no node waits in the unschedulable queue until resources are freed; backoffs complete on
-  kube-scheduler's one-second flush, so wake-ups are rounded up to whole seconds.
+  no node waits in the unschedulable queue until resources are freed where a pod of its shape
+  fits (kube-scheduler's QueueingHints, see :mod:`phalanx.actions.unschedulable`); backoffs
+  complete on kube-scheduler's one-second flush, so wake-ups are rounded up to whole seconds.
 - **PreFilter**: a pod whose group has fewer than ``minMember`` pods is rejected ("cannot
   find enough sibling pods"); if ``minResources`` is set, the sum of free resources over all
   nodes must cover it (an aggregate check that ignores fragmentation).
@@ -28,11 +29,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from phalanx.actions import unschedulable
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
-from phalanx.framework.explain import progress
+from phalanx.framework.explain import progress_of
 from phalanx.framework.session import Retry, Session
 from phalanx.framework.statement import Statement
-from phalanx.framework.unit import Unit
 
 _GONE = (PodStatus.SUCCEEDED, PodStatus.DELETED)
 
@@ -52,13 +53,17 @@ class Coscheduling:
         self.args = args
         self.at_permit: dict[str, GangInfo] = {}  # gangs with pods waiting at Permit
         self.freed_now = False  # this cycle released reservations
+        self._alive: dict[str, int] = {}  # live members per group, this cycle
+        self._described: dict[bytes, str] = {}  # request → its description, for messages
 
     def execute(self, session: Session) -> None:
         self.freed_now = self._expire(session) > 0  # releases wake the unschedulable pods
+        self._alive = {}
         waiting: dict[str, Statement] = {}
         rejected: set[str] = set()
         no_room: set[tuple[bytes, object]] = set()  # shapes that found no node this cycle
-        for pod in self._queue(session):
+        gangs, queue = unschedulable.queue(session, self.freed_now)
+        for pod in queue:
             gang = pod.gang
             if gang.ident in rejected or not self._ready_to_try(session, pod):
                 continue
@@ -90,21 +95,9 @@ class Coscheduling:
         for ident, stmt in waiting.items():
             stmt.commit(reserve=True)
             self.at_permit[ident] = stmt.operations[0].pod.gang
+        unschedulable.park(session, gangs)
 
     # -- queue ---------------------------------------------------------------------------------
-    def _queue(self, session: Session) -> list[PodInfo]:
-        """Pending pods that may be tried, in QueueSort order (the unschedulable ones are left
-        out before sorting: on a busy cluster they are most of the queue)."""
-        freed = -2 if self.freed_now else session.freed
-        pods = [
-            pod
-            for gang in session.state.waiting_gangs(session.table)
-            for pod in gang.pending()
-            if pod.blocked_at != freed and session.ours(pod, gang)
-        ]
-        pods.sort(key=lambda p: (-p.priority, p.gang.created, p.gang.key, p.seq))
-        return pods
-
     def _ready_to_try(self, session: Session, pod: PodInfo) -> bool:
         retry = session.retry_of(pod)
         if retry.blocked_at == session.freed and not self.freed_now:
@@ -118,7 +111,9 @@ class Coscheduling:
         gang = pod.gang
         if gang.implicit:
             return True
-        alive = gang.alive()
+        alive = self._alive.get(gang.ident)
+        if alive is None:  # no member finishes or goes during a cycle
+            alive = self._alive[gang.ident] = gang.alive()
         if alive < gang.min_member:
             message = f"cannot find enough sibling pods: {alive} of minMember {gang.min_member}"
             session.note(gang, "NotEnoughMembers", message)
@@ -205,8 +200,13 @@ class Coscheduling:
         mark = session.freed if blocked else -1
         session.retry(pod, Retry(failures + 1, session.now + delay, mark))
         if pod.status is PodStatus.PENDING:  # a cheap message: this path runs very often
-            shape = session.table.index.describe(pod.request)
-            message = f"{progress(Unit.of_pod(pod))}pod {pod.key} needs {shape}; no node fits"
+            key = pod.request.tobytes()
+            shape = self._described.get(key)
+            if shape is None:
+                if len(self._described) > 4096:
+                    self._described.clear()
+                shape = self._described[key] = session.table.index.describe(pod.request)
+            message = f"{progress_of(pod.gang)}pod {pod.key} needs {shape}; no node fits"
             session.note(pod.gang, "NotEnoughResources", message)
 
     def _timeout(self, gang: GangInfo) -> float:

@@ -24,6 +24,7 @@ wake_at        —                                          ``wake_at``
 recheck_at     —                                          ``recheck_at`` (not progress)
 expected       ``expected_start``/``expected_reason``     ``expected``
 blocked        ``block`` (queueing hint)                  —
+unblocked      ``unblock`` (a parked gang wakes)          —
 attempts       —                                          ``attempts``
 tried          the gang's ``attempted`` (state version)   —
 retries        the pod's failures, backoff, blocked mark  —
@@ -133,6 +134,8 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
             backend.expected(expecting, expected, why)
     for gang in result.blocked:
         state.block(gang, result.freed, *result.hints.get(gang.ident, (None, ())))
+    for gang in result.unblocked:
+        state.unblock(gang)
     for gang, version in result.tried:
         gang.attempted = version
     for pod, retry in result.retries.values():

@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from phalanx.cluster.workloads import PodInfo
+from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.framework.session import Session
 from phalanx.framework.unit import Unit
 
@@ -43,7 +43,11 @@ def node_reasons(session: Session, pod: PodInfo) -> str:
 
 def progress(unit: Unit) -> str:
     """``2/4 required members placed, 2 more needed`` (empty for a lone pod)."""
-    gang = unit.gang
+    return progress_of(unit.gang)
+
+
+def progress_of(gang: GangInfo) -> str:
+    """:func:`progress` of a gang."""
     if gang.implicit:
         return ""
     still = max(gang.min_member - gang.placed, 0)

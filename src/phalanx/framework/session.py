@@ -69,6 +69,7 @@ class CycleResult:
     recheck_at: list[float] = field(default_factory=list)
     waiting: dict[str, Condition] = field(default_factory=dict)  # gang ident → why it waits
     blocked: list[GangInfo] = field(default_factory=list)  # not worth a retry until room frees
+    unblocked: list[GangInfo] = field(default_factory=list)  # parked, worth a retry again
     timeouts: list[GangInfo] = field(default_factory=list)
     retry_at: dict[str, float] = field(default_factory=dict)  # gang ident → end of new backoff
     deferred: dict[str, float] = field(default_factory=dict)  # skipped in backoff → its end
@@ -85,9 +86,9 @@ class CycleResult:
     #: gangs and the state's version when a placement was attempted for them (their
     #: ``attempted``: a gang in backoff is noted for a retry only if the cluster changed since)
     tried: list[tuple[GangInfo, int]] = field(default_factory=list)
-    #: pod-at-a-time retries: pod key → the pod and its new (failures, backoff end, the
-    #: state's release count when it found no node or -1)
-    retries: dict[str, tuple[PodInfo, Retry]] = field(default_factory=dict)
+    #: pod-at-a-time retries: id of the pod → the pod and its new (failures, backoff end,
+    #: the state's release count when it found no node or -1)
+    retries: dict[int, tuple[PodInfo, Retry]] = field(default_factory=dict)
     #: coscheduling's Permit: gang ident → the gang and when its waiting pods are rejected
     #: (None: none wait any more)
     permits: dict[str, tuple[GangInfo, float | None]] = field(default_factory=dict)
@@ -306,14 +307,19 @@ class Session:
 
     def retry_of(self, pod: PodInfo) -> Retry:
         """``pod``'s attempt record as this cycle left it so far."""
-        noted = self.result.retries.get(pod.key)
-        if noted is not None and noted[0] is pod:
+        noted = self.result.retries.get(id(pod)) if self.result.retries else None
+        if noted is not None:
             return noted[1]
         return Retry(pod.failures, pod.backoff_until, pod.blocked_at)
 
+    def blocked_at(self, pod: PodInfo) -> int:
+        """``retry_of(pod).blocked_at``, without building a record (queues scan every pod)."""
+        noted = self.result.retries.get(id(pod)) if self.result.retries else None
+        return pod.blocked_at if noted is None else noted[1].blocked_at
+
     def retry(self, pod: PodInfo, retry: Retry) -> None:
         """Record ``pod``'s new attempt record (the applier writes it on the pod)."""
-        self.result.retries[pod.key] = (pod, retry)
+        self.result.retries[id(pod)] = (pod, retry)
 
     def permit_deadline(self, gang: GangInfo) -> float | None:
         """When ``gang``'s pods waiting at Permit are rejected, as this cycle left it so far."""
