@@ -95,14 +95,14 @@ class Score(Protocol):
 
 
 @runtime_checkable
-class RowFilter(Protocol):
+class RowFilter(Filter, Protocol):
     def filter_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Mask:
         """``filter`` for the nodes ``rows`` only: the same verdicts (the session then asks
         only for the rows its placements changed, see :mod:`phalanx.framework.selection`)."""
 
 
 @runtime_checkable
-class RowScore(Protocol):
+class RowScore(Score, Protocol):
     def score_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Scores:
         """``score`` of the nodes ``rows`` only, to the last bit; implemented only by scores
         that do not depend on the other nodes or on the feasible mask."""
@@ -193,6 +193,9 @@ class Hooks:
         self.readiness = [p for p in plugins if isinstance(p, UnitReady)]
         self.filters = [p for p in plugins if isinstance(p, Filter)]
         self.scorers = [p for p in plugins if isinstance(p, Score)]
+        #: which of them also answer for a few rows (see :mod:`phalanx.framework.selection`)
+        self.row_filters = [p for p in self.filters if isinstance(p, RowFilter)]
+        self.row_scores = [p for p in self.scorers if isinstance(p, RowScore)]
         choosers = [p for p in self.scorers if isinstance(p, ChoosesGpus)]
         self.gpu_chooser: ChoosesGpus | None = choosers[0] if choosers else None
         self.observers = [p for p in plugins if isinstance(p, ObservesPlacements)]

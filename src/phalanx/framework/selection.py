@@ -24,7 +24,7 @@ import numpy as np
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable, Rows
 from phalanx.cluster.workloads import PodInfo
-from phalanx.framework.plugin import Filter, RowFilter, RowScore, Score, Scores
+from phalanx.framework.plugin import Filter, Hooks, RowFilter, RowScore, Score, Scores
 
 #: above this many written rows (or an eighth of the nodes), a shape is computed afresh
 _MAX_ROWS = 64
@@ -46,14 +46,17 @@ class _Shape:
 class Selector:
     """The feasible mask and scores of each pod shape over one session's table."""
 
-    def __init__(self, table: NodeTable, filters: Sequence[Filter], scorers: Sequence[Score]):
+    def __init__(self, table: NodeTable, hooks: Hooks) -> None:
+        """``hooks``: the plugins' hooks, found once per scheduler (isinstance on a runtime
+        Protocol is slow)."""
         self.table = table
         table.track()
-        self.filters = list(filters)
-        self.row_filters = [f for f in filters if isinstance(f, RowFilter)]
-        self.other_filters = [f for f in filters if not isinstance(f, RowFilter)]
-        self.scorers = list(scorers)
-        self.row_scores = [s for s in scorers if isinstance(s, RowScore)]
+        self.filters: Sequence[Filter] = hooks.filters
+        self.row_filters: Sequence[RowFilter] = hooks.row_filters
+        rows = {id(f) for f in hooks.row_filters}
+        self.other_filters = [f for f in hooks.filters if id(f) not in rows]
+        self.scorers: Sequence[Score] = hooks.scorers
+        self.row_scores: Sequence[RowScore] = hooks.row_scores
         #: keep each shape's scores: every scorer has row hooks and the table is big enough
         self.incremental_scores = (
             len(self.row_scores) == len(self.scorers) and len(table) >= MIN_NODES

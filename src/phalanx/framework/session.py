@@ -127,7 +127,7 @@ class Session:
         self.gpu_chooser = hooks.gpu_chooser
         self.observers = hooks.observers
         self.placers = hooks.placers
-        self.selector = Selector(self.table, self.filters, self.scorers)
+        self.selector = Selector(self.table, hooks)
         #: every ordering keeps a waiting gang's key while nothing of it is placed (hints)
         self.static_order = all(getattr(p, "static_order", False) for p in self.orders)
         self.freed = state.freed
