@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from phalanx.api.durations import parse_duration
 from phalanx.api.queues import DEFAULT_QUEUE, BudgetSpec, QueueBindingSpec, QueueSpec
+from phalanx.cluster.disruption import CHECKPOINT, checkpoint_interval, kept_seconds
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 
 if TYPE_CHECKING:
     from phalanx.sim.simulator import Simulation
 
-CHECKPOINT = "phalanx.dev/checkpoint-interval"
+__all__ = ["CHECKPOINT", "Disruptions", "Elastic", "ShareMeter", "add_object", "remove_object"]
 
 
 def add_object(sim: Simulation, spec: object) -> bool:
@@ -57,17 +57,6 @@ def remove_object(sim: Simulation, spec: object) -> None:
         book.bindings.pop((spec.namespace, spec.name), None)
     elif isinstance(spec, BudgetSpec):
         book.budgets.pop(f"{spec.namespace}/{spec.name}", None)
-
-
-def checkpoint_interval(gang: GangInfo) -> float | None:
-    text = gang.members[0].spec.annotations.get(CHECKPOINT) if gang.members else None
-    if text is None:
-        return None
-    try:
-        seconds = parse_duration(text)
-    except ValueError:
-        return None
-    return seconds if seconds > 0 else None
 
 
 @dataclass(slots=True)
@@ -105,8 +94,7 @@ class Disruptions:
     ) -> None:
         record = sim.records[gang.ident]
         ran = sim.now - started
-        interval = checkpoint_interval(gang)
-        kept = (ran // interval) * interval if interval else 0.0
+        kept = kept_seconds(ran, checkpoint_interval(gang))
         lost = gpus * (ran - kept)
         record.preempted += 1
         record.lost_gpu_hours += lost / 3600
