@@ -1,6 +1,7 @@
 """The live scheduling loop: the simulator's engine, binding through the Kubernetes API.
 
-:class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses and every gang API
+:class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses, PodDisruptionBudgets and
+every gang API
 (PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io``, ``scheduling.volcano.sh``
 with Volcano's Queues, and ``scheduling.run.ai`` (KAI); the Workload API's Workloads and
 PodGroups of the newest version the server's discovery lists, looked up again every
@@ -72,6 +73,7 @@ from phalanx.live.resources import (
     KAI_TOPOLOGIES,
     KUEUE_TOPOLOGIES,
     NODES,
+    PDBS,
     POD_GROUP_VERSIONS,
     PODGROUP_RESOURCES,
     PODGROUPS,
@@ -157,6 +159,7 @@ class LiveScheduler:
             VOLCANO_QUEUES,
             KAI_PODGROUPS,
             PRIORITY_CLASSES,
+            PDBS,
             *TOPOLOGY_RESOURCES,
         ):
             self._inform(resource)
@@ -330,6 +333,7 @@ class LiveScheduler:
                 volcano_queues=None if queues.missing else self.objects(VOLCANO_QUEUES),
                 topologies=[*self.objects(KUEUE_TOPOLOGIES), *self.objects(KAI_TOPOLOGIES)],
                 hypernodes=self.objects(VOLCANO_HYPERNODES),
+                budgets=self.objects(PDBS),
                 now=time.time(),
             )
             gc.freeze()  # the start-up objects live on: full collections need not walk them
