@@ -10,12 +10,13 @@ from typing import Any
 from apiserver import FakeApiServer
 from apiserver.harness import connected, eventually, fast_backoff
 from test_live_recovery import events_about
-from test_live_serve import NS, bound_to, create_pod, node
+from test_live_serve import NS, bound_to, create_group, create_pod, node, pod, podgroup
 from test_live_status import VOLCANO, create_volcano_group, queue, volcano_group, volcano_pod
 
 from phalanx.live import PODS, VOLCANO_QUEUES
 from phalanx.live.cache import ClusterCache
 from phalanx.live.health import InstrumentedScheduler, Metrics
+from phalanx.live.loop import LiveScheduler
 from phalanx.live.queue_status import desired, quantity
 
 SCHEDULING = "scheduling.k8s.io/v1"
@@ -152,3 +153,28 @@ def test_queue_counts_and_allocated_quantities() -> None:
     assert wanted["default"]["inqueue"] == 1 and "gone" not in wanted
     assert VOLCANO_QUEUES.status_subresource
     assert queue("x", "Open")["status"] == {"state": "Open"}
+
+
+async def test_a_never_class_does_not_preempt_and_max_member_caps_a_gang() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a", gpus=4))
+        server.put(SCHEDULING, "priorityclasses", priority_class("low", 10))
+        server.put(SCHEDULING, "priorityclasses", priority_class("polite", 1000, "Never"))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await create_pod(scheduler, client, classed(pod("low-0", gpus=2), "low"))
+            await scheduler.run_once(1.0)
+            polite = classed(pod("polite-0", gpus=4), "polite")
+            await create_pod(scheduler, client, polite)  # admission copies Never into it
+            result = await scheduler.run_once(2.0)
+            assert result.evictions == [] and bound_to(server, "polite-0") is None
+            spec = scheduler.cache.state.pods[f"{NS}/polite-0"].spec
+            assert spec.preemption_policy == "Never"
+
+            group = podgroup("elastic", 1)
+            group["metadata"]["annotations"] = {"phalanx.dev/max-member": "2"}
+            await create_group(scheduler, client, group)
+            for i in range(3):
+                await create_pod(scheduler, client, pod(f"e-{i}", group="elastic"))
+            await scheduler.run_once(3.0)
+            bound = [bound_to(server, f"e-{i}") for i in range(3)]
+            assert bound.count("node-a") == 2 and bound.count(None) == 1

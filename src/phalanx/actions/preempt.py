@@ -9,8 +9,9 @@ kept for it until its victims are gone (``QueueBook.holds``); a wake-up at once 
 simulator bind it in the next cycle of the same instant.
 
 - **preempt**: victims are gangs of the same queue with a strictly lower priority. A
-  preemptor whose pods say ``preemptionPolicy: Never`` (annotation
-  ``phalanx.dev/preemption-policy: Never``) never preempts.
+  preemptor whose pods say ``preemptionPolicy: Never`` (their own, or their PriorityClass's,
+  as admission copies it; or annotation ``phalanx.dev/preemption-policy: Never``) never
+  preempts.
 - **reclaim**: the preemptor's queue must be below its deserved share; victims are gangs of
   other, reclaimable queues using more than their deserved share, never taking a queue below
   its ``guarantee``, and only while every victim's queue stays at least as far into its
@@ -94,7 +95,7 @@ class _Takeback:
         ]
         if parked:
             for gang in session.state.blocked.values():
-                pending = gang.pending()
+                pending = gang.placeable()
                 if pending and gang.condition is not None and gang.condition.reason == NO_ROOM:
                     units.append(Unit.of_gang(gang, pending))
             units.sort(key=session.order_key)
@@ -235,4 +236,7 @@ def _minimum(unit: Unit) -> list[PodInfo]:
 
 
 def _never(unit: Unit) -> bool:
-    return any(p.spec.annotations.get(POLICY) == "Never" for p in unit.pods)
+    return any(
+        p.spec.preemption_policy == "Never" or p.spec.annotations.get(POLICY) == "Never"
+        for p in unit.pods
+    )

@@ -10,10 +10,11 @@
   (a Job's pods by the Job controller, other pods here, as a PodGroup's controller would), so
   the gang waits in its queue again. Evicting surplus members of an elastic gang loses nothing.
 - **Elastic gangs** (more pods than ``minMember``) run ``work ÷ members`` (:class:`Elastic`):
-  a gang's ``phalanx.dev/duration`` is its run time with all its pods running, so its work is
-  ``duration × pods`` member-seconds; with ``m`` members running it progresses ``m`` per
-  second. Growing (a ``grow`` event per member) or shrinking re-plans its finish. A rigid gang
-  always runs all its pods, so its duration is unchanged.
+  a gang's ``phalanx.dev/duration`` is its run time with all its pods running (up to its
+  ``phalanx.dev/max-member``), so its work is ``duration × pods`` member-seconds; with ``m``
+  members running it progresses ``m`` per second. Growing (a ``grow`` event per member) or
+  shrinking re-plans its finish. A rigid gang always runs all its pods, so its duration is
+  unchanged.
 - :class:`ShareMeter` integrates, per queue, the GPUs its pods hold and the GPUs it deserves
   (sampled after every cycle) over time, and the time it had demand, for the run's ``queues``.
 """
@@ -122,7 +123,7 @@ class Elastic:
     since: dict[str, float] = field(default_factory=dict)
 
     def start(self, sim: Simulation, gang: GangInfo, duration: float) -> None:
-        size = gang.alive()
+        size = min(gang.alive(), gang.max_member or gang.alive())
         running = sum(p.status is PodStatus.BOUND for p in gang.members)
         if gang.implicit or size <= gang.min_member or running <= 0:
             sim.plan_finish(gang, sim.now + duration)
