@@ -452,6 +452,23 @@ ANNOTATIONS = [
     manifest("delete-after huge", P2, f"{ANN}[{DEL}]", "9" * 30 + "h", DEL, "range"),
     manifest("job duration malformed", JOB, f"{ANN}[{DUR}]", "x", f"{ANN}[{DUR}]"),
     manifest("podgroup duration malformed", PG, f"{ANN}[{DUR}]", "1x", f"{ANN}[{DUR}]"),
+    manifest("max-member not a number", PG, f"{ANN}[phalanx.dev/max-member]", "many", "max-member"),
+    manifest(
+        "max-member below minMember",
+        PG,
+        f"{ANN}[phalanx.dev/max-member]",
+        "0",
+        "max-member",
+        "at least the gang's minimum",
+    ),
+    manifest(
+        "pod preemptionPolicy unknown",
+        P1,
+        "spec.preemptionPolicy",
+        "Sometimes",
+        "spec.preemptionPolicy",
+        "PreemptLowerPriority or Never",
+    ),
     manifest(
         "min-task-member not JSON",
         PG,

@@ -39,7 +39,7 @@ async def test_an_eviction_goes_through_the_api_and_a_refused_one_is_undone() ->
             apply(CycleResult(evictions=[second]), state, backend)
             await backend.finish()
             assert server.count("POST", r"/pods/w-1/eviction$") == 1
-            assert not exists(server, "w-1")  # no Eviction API on this server: deleted
+            assert not exists(server, "w-1")  # evicted (no budget covers it)
             await eventually(lambda: f"{NS}/w-1" not in state.pods, what="w-1 gone")
 
 

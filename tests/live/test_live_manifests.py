@@ -134,6 +134,8 @@ def triples(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 def test_cluster_role_grants_exactly_the_verbs_used(docs: list[dict[str, Any]]) -> None:
     read = ("get", "list", "watch")
     expected = {("", "pods", v) for v in (*read, "delete")}
+    expected |= {("", "pods/eviction", "create")}
+    expected |= {("policy", "poddisruptionbudgets", v) for v in read}
     expected |= {("", "pods/binding", "create"), ("", "pods/status", "patch")}
     expected |= {("", "events", "create"), ("events.k8s.io", "events", "create")}
     expected |= {("", "nodes", v) for v in read}
@@ -152,12 +154,13 @@ def test_cluster_role_grants_exactly_the_verbs_used(docs: list[dict[str, Any]]) 
     ]
 
 
-def test_eviction_is_granted_only_when_asked_for(docs: list[dict[str, Any]]) -> None:
+def test_eviction_is_granted_by_default_and_the_old_flag_changes_nothing(
+    docs: list[dict[str, Any]],
+) -> None:
     evicting = run_cli("--allow-evict")
-    extra = triples(one(evicting, "ClusterRole")["rules"]) - triples(
+    assert triples(one(evicting, "ClusterRole")["rules"]) == triples(
         one(docs, "ClusterRole")["rules"]
     )
-    assert extra == {("", "pods/eviction", "create")}
 
 
 def test_lease_access_is_namespaced(docs: list[dict[str, Any]]) -> None:

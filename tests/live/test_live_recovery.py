@@ -107,7 +107,7 @@ async def test_a_gang_still_at_its_minimum_is_not_undone() -> None:
 
 async def test_evict_mode_falls_back_to_delete_without_an_eviction_subresource() -> None:
     config = RecoveryConfig(retry_delay=0.001, undo="evict")
-    async with connected() as (server, client):
+    async with connected(eviction=False) as (server, client):
         server.put("v1", "nodes", node("node-a"))
         async with LiveScheduler(client, backoff=fast_backoff(), recovery=config) as scheduler:
             await gang(scheduler, client, "train", 2)

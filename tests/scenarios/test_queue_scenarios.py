@@ -307,6 +307,31 @@ def test_no_reclaim_cycles() -> None:
     assert not any((by, victim) in pairs for victim, by in pairs)
 
 
+def test_reclaim_takes_from_a_queue_further_into_its_share_to_place_a_whole_gang() -> None:
+    """y (weight 1) runs a 1-GPU gang on each of the four 4-GPU nodes: at its share, but no
+    node is free for x (weight 3, three 4-GPU gangs, deserving 12 of 16 GPUs). x reclaims one
+    of y's gangs (y stays further into its share than x gets), not a second one (x would then
+    be further in than y), and y never reclaims back."""
+    objects = [
+        *(node(f"n{i}", 4, slot=str(i)) for i in range(4)),
+        queue("x", weight=3),
+        queue("y", weight=1),
+        *(
+            o
+            for i in range(4)
+            for o in gang(f"y{i}", 1, 1, q="y", run="4h", selector={"slot": str(i)})
+        ),
+        *(o for i in range(3) for o in gang(f"x{i}", 1, 4, q="x", at="60s", run="1h")),
+    ]
+    result, events = run(objects, until=3 * 3600)
+    reclaims = [(e["gang"], e["reason"], e["by"]) for e in events if e["type"] == "evict"]
+    assert len(reclaims) == 1
+    ((victim, reason, by),) = reclaims
+    assert victim.startswith("default/y") and (reason, by) == ("reclaim", "default/x0")
+    assert bound_at(events, "default/x0") == [60.0]  # not 4 h later, when y's gangs end
+    assert result.reclaims == 1
+
+
 def test_volcano_baseline_never_breaks_a_gang() -> None:
     objects = [
         node("n0", 8),

@@ -79,7 +79,7 @@ class Needs:
 
 def needs_of(session: Session, gang: GangInfo) -> Needs | None:
     names = session.config.scheduler_names
-    pending = [pod for pod in gang.pending() if pod.spec.scheduler_name in names]
+    pending = [pod for pod in gang.placeable() if pod.spec.scheduler_name in names]
     pods = needed(gang, pending)
     short = gang.min_member - gang.placed > len(pods)  # members missing: not waiting for room
     if not pods or short or any(pod.invalid for pod in pods):

@@ -9,20 +9,27 @@ kept for it until its victims are gone (``QueueBook.holds``); a wake-up at once 
 simulator bind it in the next cycle of the same instant.
 
 - **preempt**: victims are gangs of the same queue with a strictly lower priority. A
-  preemptor whose pods say ``preemptionPolicy: Never`` (annotation
-  ``phalanx.dev/preemption-policy: Never``) never preempts.
+  preemptor whose pods say ``preemptionPolicy: Never`` (their own, or their PriorityClass's,
+  as admission copies it; or annotation ``phalanx.dev/preemption-policy: Never``) never
+  preempts.
 - **reclaim**: the preemptor's queue must be below its deserved share; victims are gangs of
-  other, reclaimable queues using more than their deserved share, never taking a queue below
+  other, reclaimable queues further into their deserved share than the preemptor's (a queue
+  over its share, or one below it but less so: room fragmented by small gangs of a queue at
+  75 % of its share may so go to a whole gang of a queue at 30 %), never taking a queue below
   its ``guarantee``, and only while every victim's queue stays at least as far into its
   deserved share as the preemptor's queue gets with the gang placed (dominant ratios). A gang
   larger than what its queue deserves may so still take back room, as long as the result is
-  fairer. No cycles: afterwards the preemptor's queue is no further into its share than any
-  victim's, so a victim's queue is either not below its share or finds the preemptor's queue
-  not above its share — it can never reclaim back under the same conditions.
+  fairer. Ratios are those the cycle has left so far (binds, evictions and holds committed
+  since the book was computed, then each reclaim's). No cycles: afterwards the preemptor's
+  queue is no further into its share than any victim's, so a victim's queue never finds the
+  preemptor's further in than its own (it cannot reclaim back); and
+  ``Σ usage² / deserved`` over the queues strictly falls with every reclaim, so no longer
+  cycle exists either while the deserved shares stay the same.
 
 ``volcano`` variants model Volcano's ``preempt``/``reclaim`` with its gang plugin: a job is
 never taken below ``minAvailable`` (only surplus members or single-pod jobs are victims),
-candidates by priority only, and no minimal-set pruning.
+candidates by priority only, no minimal-set pruning, and reclaim only from queues over their
+deserved share (Volcano's ``overused``).
 """
 
 from __future__ import annotations
@@ -94,7 +101,7 @@ class _Takeback:
         ]
         if parked:
             for gang in session.state.blocked.values():
-                pending = gang.pending()
+                pending = gang.placeable()
                 if pending and gang.condition is not None and gang.condition.reason == NO_ROOM:
                     units.append(Unit.of_gang(gang, pending))
             units.sort(key=session.order_key)
@@ -177,17 +184,48 @@ class Reclaim(_Takeback):
         if not book.active:
             return []
         queue = book.queue_of(gang)
-        if book.ratio(queue) >= 1.0:
+        ratio = book.ratio(queue)
+        if ratio >= 1.0:
             return []
+        floor = ratio if self.gang_aware else 1.0  # Volcano: only overused queues are victims
         gangs = []
         for g in self.running(session):
             victim_queue = book.queue_of(g)
             if victim_queue == queue or not book.spec(victim_queue).reclaimable:
                 continue
-            if book.ratio(victim_queue) <= 1.0:
+            if book.ratio(victim_queue) <= floor:
                 continue
             gangs.append(g)
         return chunks(gangs, session.table.gpu_col, session.now, whole=self.gang_aware)
+
+    def execute(self, session: Session) -> None:
+        """Reclaim on the queues' usage as this cycle has left it so far: the book is computed
+        when the cycle opens, so the binds, evictions and holds committed since are added
+        first, and each reclaim's are added as it commits (the next cycle computes it anew).
+        Share ratios compared on stale usage could let a cycle take more than the rule allows
+        and a later cycle take it back."""
+        book = session.state.queues
+        if book.active:
+            pods = session.state.pods
+            placed = [pod for pod, _ in session.result.binds]
+            placed += [pods[k] for hold in session.result.holds for k in hold.pods if k in pods]
+            self._move(session, placed, session.result.evictions)
+        super().execute(session)
+
+    def _commit(self, session: Session, gang: GangInfo, plan: Plan) -> None:
+        super()._commit(session, gang, plan)
+        evicted = [pod for chunk in plan.victims for pod in chunk.pods]
+        self._move(session, [pod for pod, _ in plan.placement], evicted)
+
+    @staticmethod
+    def _move(session: Session, placed: list[PodInfo], evicted: list[PodInfo]) -> None:
+        """Add ``placed`` to their queues' usage in the book and take ``evicted`` off."""
+        book, width = session.state.queues, len(session.state.index)
+        for pods, sign in ((placed, 1.0), (evicted, -1.0)):
+            for pod in pods:
+                use = book.uses.get(book.queue_of(pod.gang))
+                if use is not None:
+                    use.usage = use.usage + sign * _sum([pod], width)
 
     def allows(self, who: Preemptor, chosen: list[Chunk], chunk: Chunk) -> bool:
         session, book, gang, pods = who.session, who.book, who.gang, who.pods
@@ -235,4 +273,7 @@ def _minimum(unit: Unit) -> list[PodInfo]:
 
 
 def _never(unit: Unit) -> bool:
-    return any(p.spec.annotations.get(POLICY) == "Never" for p in unit.pods)
+    return any(
+        p.spec.preemption_policy == "Never" or p.spec.annotations.get(POLICY) == "Never"
+        for p in unit.pods
+    )

@@ -26,6 +26,11 @@ class TaintEffect(StrEnum):
     NO_EXECUTE = "NoExecute"
 
 
+#: ``preemptionPolicy`` values (PriorityClass and pod): the default, and never preempting.
+PREEMPT_LOWER = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+
+
 @dataclass(frozen=True, slots=True)
 class Taint:
     key: str
@@ -151,6 +156,8 @@ class PodSpec:
     requests: Resources
     placement: Placement = Placement()
     priority: int = 0
+    #: ``spec.preemptionPolicy``, as the Priority admission plugin sets it from the class
+    preemption_policy: str = PREEMPT_LOWER
     scheduler_name: str = ""
     gang: GangRef | None = None
     role: str = ""
@@ -205,6 +212,9 @@ class GangSpec:
     duration: float | None = None  # the truth the simulator ends it by; never scheduled on
     runtime_hints: RuntimeHints = ()
     deadline: Deadline | None = None
+    #: an elastic gang's explicit maximum (``phalanx.dev/max-member``): at most this many
+    #: members placed or running at once; None: as many as it has pods
+    max_member: int | None = None
 
     @property
     def key(self) -> str:
@@ -275,6 +285,7 @@ class PriorityClassSpec:
     name: str
     value: int
     global_default: bool = False
+    preemption_policy: str = PREEMPT_LOWER
 
 
 @dataclass(frozen=True, slots=True)

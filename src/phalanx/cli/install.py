@@ -45,7 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--allow-evict",
         action="store_true",
-        help="also grant pods/eviction create (for recovery.undo: evict in the settings file)",
+        help="kept for compatibility: pods/eviction create is granted by default now (the "
+        "default policy preempts through the Eviction API)",
     )
     parser.add_argument(
         "--example",
@@ -65,7 +66,6 @@ def manifests_command(args: argparse.Namespace, out: IO[str]) -> int:
             namespace=args.namespace,
             image=args.image,
             scheduler_name=args.scheduler_name,
-            evict=args.allow_evict,
         )
     yaml.safe_dump_all(docs, out, sort_keys=False, default_flow_style=False)
     return 0

@@ -183,11 +183,11 @@ class QueueBook:
             held = np.zeros(width)
             asked = np.zeros(width)
             for pod in gang.members:
-                request = pod.request[:width]
                 if pod.status in HOLDING:
-                    held[: request.size] += request
-                elif pod.status is PodStatus.PENDING and not pod.invalid:
-                    asked[: request.size] += request
+                    held[: pod.request[:width].size] += pod.request[:width]
+            for pod in gang.placeable():  # up to its max-member
+                if not pod.invalid:
+                    asked[: pod.request[:width].size] += pod.request[:width]
             if not held.any() and not asked.any():
                 del self.tracked[ident]
                 continue

@@ -165,6 +165,21 @@ class GangInfo:
     def pending(self) -> list[PodInfo]:
         return [pod for pod in self.members if pod.status is PodStatus.PENDING]
 
+    @property
+    def max_member(self) -> int | None:
+        return None if self.spec is None else self.spec.max_member
+
+    def placeable(self) -> list[PodInfo]:
+        """The pending members it may still place: all of them, or with ``max_member`` as
+        many as keep its members placed, pipelined or running (releasing included) at most
+        that many; the others wait until a member leaves."""
+        pending = self.pending()
+        limit = self.max_member
+        if limit is None or not pending:
+            return pending
+        taken = sum(p.status in HOLDING or p.status is PodStatus.PIPELINED for p in self.members)
+        return pending[: max(limit - taken, 0)]
+
     def alive(self) -> int:
         """Members that exist and have not finished or gone."""
         return sum(

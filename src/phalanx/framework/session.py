@@ -149,7 +149,7 @@ class Session:
                 if gang.attempted < self.state.version:  # the cluster changed meanwhile
                     self.result.deferred[gang.ident] = gang.backoff_until
                 continue
-            pending = [p for p in gang.pending() if self.ours(p, gang)]
+            pending = [p for p in gang.placeable() if self.ours(p, gang)]
             if not pending:
                 continue
             if self.config.gang_units:

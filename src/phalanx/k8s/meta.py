@@ -32,6 +32,7 @@ SUBMIT_AFTER = "phalanx.dev/submit-after"
 DELETE_AFTER = "phalanx.dev/delete-after"
 DURATION = "phalanx.dev/duration"
 MIN_TASK_MEMBER = "phalanx.dev/min-task-member"
+MAX_MEMBER = "phalanx.dev/max-member"
 ROLE_LABEL = "phalanx.dev/role"
 UNGATE_AFTER = "phalanx.dev/ungate-after"
 
@@ -157,6 +158,23 @@ def duration_annotation(annotations: Mapping[str, str], key: str, prefix: str = 
     if seconds != seconds or seconds == float("inf"):  # NaN or infinite
         fail(annotation_path(key, prefix), f"duration {text!r} is not finite")
     return seconds
+
+
+def max_member_annotation(
+    annotations: Mapping[str, str], min_member: int, prefix: str = ""
+) -> int | None:
+    """An elastic gang's explicit maximum (``phalanx.dev/max-member``), or None when absent;
+    a whole number, at least ``min_member``."""
+    text = annotations.get(MAX_MEMBER)
+    if text is None:
+        return None
+    path = annotation_path(MAX_MEMBER, prefix)
+    if not text.strip().isdigit() or len(text) > 9:
+        fail(path, f"must be a whole number of members, not {text!r}")
+    value = int(text)
+    if value < min_member:
+        fail(path, f"must be at least the gang's minimum ({min_member}), not {value}")
+    return value
 
 
 def timing_from_dict(obj: Mapping[str, Any], label: str | None = None) -> Timing:

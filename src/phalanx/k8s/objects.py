@@ -9,7 +9,8 @@ PodGroups come in three API groups with the same ``PodGroup`` kind: scheduler-pl
 ``scheduleTimeoutSeconds``, ``minResources``), and Volcano's ``scheduling.volcano.sh``
 (``minMember``, ``minTaskMember``, ``queue``, ``priorityClassName``, ``minResources``). Any of them
 may carry ``phalanx.dev/min-task-member``, a JSON object role → minimum merged over (and
-overriding) ``minTaskMember``.
+overriding) ``minTaskMember``, and ``phalanx.dev/max-member``, an elastic gang's explicit
+maximum (at least ``minMember``: at most that many members placed or running at once).
 
 ResourceQuota: phalanx models *requests* only. ``spec.hard`` keys ``pods``/``count/pods`` →
 ``pods``; ``requests.X`` and bare ``cpu``/``memory``/``ephemeral-storage`` → ``X`` (the smaller
@@ -58,6 +59,7 @@ from phalanx.k8s.meta import (
     describing,
     duration_annotation,
     labels_of,
+    max_member_annotation,
     name_of,
     namespace_of,
     object_label,
@@ -161,10 +163,11 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
             seconds = get_int(spec, "scheduleTimeoutSeconds", "spec", minimum=0)
             timeout = None if seconds is None else float(seconds)
         topology = gang_topology(pg, annotations)
+        min_member = _min_member(spec)
         return GangSpec(
             namespace=namespace_of(pg),
             name=name,
-            min_member=_min_member(spec),
+            min_member=min_member,
             api=api,
             role_minimums=_role_minimums(spec, annotations, volcano=volcano),
             priority=priority,
@@ -178,6 +181,7 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
             subgroups=topology.subgroups,
             runtime_hints=runtime_hints(annotations, labels_of(pg)),
             deadline=deadline_of(annotations),
+            max_member=max_member_annotation(annotations, min_member),
         )
 
 

@@ -65,7 +65,7 @@ from phalanx.k8s.meta import (
     root,
 )
 from phalanx.k8s.placement import placement_from
-from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.priority import PriorityTable, preemption_policy
 from phalanx.k8s.runtime import runtime_hints
 from phalanx.k8s.topology import pod_topology
 from phalanx.k8s.workloads import WORKLOAD_GROUP, scheduling_group, workload_ref
@@ -287,6 +287,20 @@ def pod_priority(
     return priorities.default
 
 
+def pod_preemption_policy(
+    spec: Obj, path: str, priorities: PriorityTable, labels: Mapping[str, str] | None = None
+) -> str:
+    """``spec.preemptionPolicy`` when set (an admitted pod always has it), else its class's,
+    as the Priority admission plugin copies it (the globalDefault class's without a class)."""
+    if spec.get("preemptionPolicy") is not None:
+        return preemption_policy(spec, path)
+    class_name = get_str(spec, "priorityClassName", path)
+    if class_name:
+        return priorities.policy(class_name)
+    kai_class = kai.priority_class(labels or {})
+    return priorities.policy(kai_class if kai_class in priorities else None)
+
+
 def convert_pod(
     obj: Obj,
     priorities: PriorityTable,
@@ -313,6 +327,7 @@ def convert_pod(
         requests=pod_requests(spec, "spec"),
         placement=placement_from(spec, "spec"),
         priority=pod_priority(spec, "spec", priorities, labels),
+        preemption_policy=pod_preemption_policy(spec, "spec", priorities, labels),
         scheduler_name=get_str(spec, "schedulerName", "spec"),
         gang=gang,
         role=annotations.get(TASK_SPEC)

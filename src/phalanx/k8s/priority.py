@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from phalanx.api.errors import InputError
-from phalanx.api.specs import PriorityClassSpec
-from phalanx.k8s.fields import check_int, fail, get_bool, get_str
+from phalanx.api.specs import PREEMPT_LOWER, PREEMPT_NEVER, PriorityClassSpec
+from phalanx.k8s.fields import check_int, child, fail, get_bool, get_str
 from phalanx.k8s.meta import describing, name_of, object_label, root
 
 #: Kubernetes' reserved classes (pkg/apis/scheduling/types.go).
@@ -29,6 +29,7 @@ class PriorityTable(Mapping[str, int]):
 
     def __init__(self, classes: Iterable[PriorityClassSpec] = ()) -> None:
         self._values: dict[str, int] = dict(SYSTEM_CLASSES)
+        self._policies: dict[str, str] = {}  # class name → preemptionPolicy (when not default)
         self._defined: set[str] = set()
         self._default_class: str | None = None
         self._default = 0
@@ -51,6 +52,7 @@ class PriorityTable(Mapping[str, int]):
             self._default = spec.value
         self._defined.add(spec.name)
         self._values[spec.name] = spec.value
+        self._policies[spec.name] = spec.preemption_policy
 
     @property
     def default(self) -> int:
@@ -60,6 +62,12 @@ class PriorityTable(Mapping[str, int]):
     @property
     def default_class(self) -> str | None:
         return self._default_class
+
+    def policy(self, class_name: str | None) -> str:
+        """The ``preemptionPolicy`` of ``class_name`` (None: the globalDefault class's);
+        ``PreemptLowerPriority`` for an unknown class or none."""
+        name = self._default_class if class_name is None else class_name
+        return self._policies.get(name or "", PREEMPT_LOWER)
 
     def resolve(self, class_name: str, path: str) -> int:
         """The value of ``class_name``; an InputError on ``path`` when no such class exists."""
@@ -82,7 +90,8 @@ class PriorityTable(Mapping[str, int]):
 
 
 def priority_class_from_dict(obj: Mapping[str, Any]) -> PriorityClassSpec:
-    """``scheduling.k8s.io/v1 PriorityClass``: ``value`` (required) and ``globalDefault``."""
+    """``scheduling.k8s.io/v1 PriorityClass``: ``value`` (required), ``globalDefault`` and
+    ``preemptionPolicy``."""
     with describing(object_label(obj, "PriorityClass", namespaced=False)):
         pc = root(obj)
         name = name_of(pc)
@@ -91,9 +100,18 @@ def priority_class_from_dict(obj: Mapping[str, Any]) -> PriorityClassSpec:
         value = check_int(pc["value"], "value")
         if value > HIGHEST_USER_PRIORITY and not name.startswith("system-"):
             fail("value", f"must be at most {HIGHEST_USER_PRIORITY} for a user-defined class")
-        policy = get_str(pc, "preemptionPolicy", "", "PreemptLowerPriority")
-        if policy not in ("PreemptLowerPriority", "Never"):
-            fail("preemptionPolicy", "must be PreemptLowerPriority or Never")
         return PriorityClassSpec(
-            name=name, value=value, global_default=get_bool(pc, "globalDefault", "")
+            name=name,
+            value=value,
+            global_default=get_bool(pc, "globalDefault", ""),
+            preemption_policy=preemption_policy(pc, ""),
         )
+
+
+def preemption_policy(obj: Mapping[str, Any], path: str) -> str:
+    """``preemptionPolicy`` of a PriorityClass or pod spec at ``path`` (default
+    ``PreemptLowerPriority``); anything else than that or ``Never`` is an error."""
+    policy = get_str(obj, "preemptionPolicy", path, PREEMPT_LOWER)
+    if policy not in (PREEMPT_LOWER, PREEMPT_NEVER):
+        fail(child(path, "preemptionPolicy"), "must be PreemptLowerPriority or Never")
+    return policy

@@ -18,6 +18,8 @@ API work; :meth:`LiveBackend.finish` (awaited by the loop after ``apply``) does 
 - ``evict``: a ``policy/v1`` Eviction (``pods/NAME/eviction``, so PodDisruptionBudgets are
   honoured; a server without that subresource gets a ``DELETE`` with the pod's uid); a refused
   eviction (e.g. 429 while a budget forbids it) puts the pod back as the watch last showed it.
+  Once every eviction of the cycle is answered, the accepted ones are reported
+  (:class:`~phalanx.live.preemption.Preemptions`: Events on victims and preemptors, metrics).
 - ``write_status``: the waiting gang's explanation (``PodScheduled=False`` on its pending
   pods, ``FailedScheduling`` Events, :mod:`phalanx.live.waiting`); its PodGroup's status is
   planned again (:mod:`phalanx.live.status`).
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
 from phalanx.live.errors import ApiError, LiveError, TransportError
+from phalanx.live.preemption import Preemptions
 from phalanx.live.resources import PODS
 from phalanx.live.writes import bind, evict
 
@@ -89,6 +92,8 @@ class LiveBackend:
         self.semaphore = scheduler.semaphore
         self.waiting: dict[str, Condition] = {}
         self._work: list[Coroutine[Any, Any, None]] = []
+        self._evictions: list[Coroutine[Any, Any, tuple[str, bool]]] = []
+        self.preemptions = Preemptions(self.cache.state, self.cache.pods)
 
     # -- the Backend protocol (called by apply) ---------------------------------------------
     def now(self) -> float:
@@ -100,7 +105,8 @@ class LiveBackend:
 
     def evict(self, pod: PodInfo, gang: GangInfo) -> None:
         self._touch(gang)
-        self._work.append(self._evict(pod))
+        self.preemptions.add(pod, gang, self.clock)
+        self._evictions.append(self._evict(pod))
 
     def reserve(self, pod: PodInfo, node: int) -> None:
         raise LiveError("the live scheduler does not hold pods at Permit (coscheduling)")
@@ -141,6 +147,9 @@ class LiveBackend:
         binds and evictions go on in the background (the state holds the pods assumed, so
         the next cycle may start at once, as kube-scheduler's binding cycle)."""
         scheduler = self.scheduler
+        if self._evictions:
+            self._work.append(self._evict_all(self._evictions))
+            self._evictions = []
         if self._work:
             work, self._work = asyncio.gather(*self._work), []
             if wait:
@@ -159,7 +168,20 @@ class LiveBackend:
         if gang.spec is not None:
             self.cache.groups_touched.add((gang.spec.api, gang.key))
 
-    async def _evict(self, pod: PodInfo) -> None:
+    async def _evict_all(self, evictions: list[Coroutine[Any, Any, tuple[str, bool]]]) -> None:
+        """Every eviction of the cycle, then the report of those the API accepted."""
+        outcomes = await asyncio.gather(*evictions)
+        scheduler = self.scheduler
+        self.preemptions.report(
+            [key for key, accepted in outcomes if accepted],
+            self.clock,
+            scheduler.status,
+            scheduler.group,
+            scheduler.on_disruption,
+        )
+
+    async def _evict(self, pod: PodInfo) -> tuple[str, bool]:
+        """Evict ``pod``; (its key, whether the API accepted it)."""
         uid = self.cache.snapshot.uid(pod.key)
         namespace, name = pod.spec.namespace, pod.spec.name
         client = self.scheduler.client
@@ -173,10 +195,13 @@ class LiveBackend:
                     await client.delete(PODS, name, namespace, uid=uid)  # no Eviction API here
             except ApiError as exc:
                 if exc.not_found:
-                    return  # gone already: the watch removes it
+                    return pod.key, False  # gone already: the watch removes it
                 self._refused(pod, exc)  # e.g. 429: a PodDisruptionBudget forbids it now
+                return pod.key, False
             except LiveError as exc:
                 self._refused(pod, exc)
+                return pod.key, False
+        return pod.key, True
 
     def _refused(self, pod: PodInfo, exc: LiveError) -> None:
         logger.warning("eviction of %s refused: %s", pod.key, exc)

@@ -94,6 +94,7 @@ from phalanx.live.gang_events import DELETED, GROUP_ORDER, GangEvents
 from phalanx.live.resources import (
     DEFAULT_SCHEDULER_NAME,
     NODES,
+    PDBS,
     PODGROUPS,
     PODGROUPS_SIGS,
     PODS,
@@ -224,11 +225,12 @@ class ClusterCache(GangEvents):
         volcano_queues: Iterable[Obj] | None = None,
         topologies: Iterable[Obj] = (),
         hypernodes: Iterable[Obj] = (),
+        budgets: Iterable[Obj] = (),
         now: float,
     ) -> Snapshot:
         """Build the state once from the informers' first lists (``volcano_queues``: None when
         the Queue API is not served; ``topologies``: Kueue/KAI Topology objects,
-        ``hypernodes``: Volcano HyperNodes)."""
+        ``hypernodes``: Volcano HyperNodes; ``budgets``: PodDisruptionBudgets)."""
         for obj in priority_classes:
             self._classes[key_of(obj)] = obj
         self._reprioritise()
@@ -248,6 +250,8 @@ class ClusterCache(GangEvents):
         self._queues = None if volcano_queues is None else {key_of(q): q for q in volcano_queues}
         for queue in (self._queues or {}).values():
             self._queue_book("ADDED", queue)
+        for budget in budgets:
+            self._budget("ADDED", budget)
         for resource in GROUP_ORDER:
             for obj in groups.get(resource, ()):
                 self._podgroup(resource, "ADDED", obj, now)
@@ -274,6 +278,7 @@ class ClusterCache(GangEvents):
         topologies: Iterable[Obj] = (),
         hypernodes: Iterable[Obj] = (),
         groups: Mapping[Resource, Iterable[Obj]] | None = None,
+        budgets: Iterable[Obj] = (),
         now: float,
     ) -> Snapshot:
         """A state built from scratch from these objects (``phalanx explain``, and tests that
@@ -292,6 +297,7 @@ class ClusterCache(GangEvents):
             volcano_queues=volcano_queues,
             topologies=topologies,
             hypernodes=hypernodes,
+            budgets=budgets,
             now=now,
         )
 
@@ -316,6 +322,8 @@ class ClusterCache(GangEvents):
                 self._queue(kind, obj)
             elif resource in TOPOLOGY_RESOURCES:
                 self._topology(resource, kind, obj)
+            elif resource is PDBS:
+                self._budget(kind, obj)
         except Exception as exc:  # contained to this object: log it, mark it, carry on
             logger.exception("applying %s %s %s failed", kind, resource.kind, key_of(obj))
             self.rejections.reject(resource.kind, obj, InputError(f"cannot be applied: {exc}"))

@@ -31,6 +31,7 @@ from phalanx.live.resources import (
     DEFAULT_SCHEDULER_NAME,
     KAI_PODGROUPS,
     NODES,
+    PDBS,
     POD_GROUP_VERSIONS,
     PODGROUPS,
     PODGROUPS_SIGS,
@@ -135,6 +136,7 @@ async def explain(
         workloads=workloads,
         priority_classes=classes,
         volcano_queues=await _list_served(client, VOLCANO_QUEUES),
+        budgets=await _list_served(client, PDBS) or [],
         topologies=[
             o for r, objs in topologies.items() if r is not VOLCANO_HYPERNODES for o in objs
         ],

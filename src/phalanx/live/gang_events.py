@@ -5,7 +5,8 @@ events about the objects gangs are made of into state changes (the rules are in 
 module doc): a PodGroup's spec (``update_gang``, or ``remove_gang`` when it goes or turns
 invalid: its pods wait as orphans), a Workload's pod groups (its pods are placed again, its
 gangs made or removed), a PriorityClass (the pods and PodGroups are converted again — rare),
-a Volcano Queue (the holds of the groups of that API). PodGroups of five APIs come here, each
+a Volcano Queue (the holds of the groups of that API), a PodDisruptionBudget (the queue
+book's budgets). PodGroups of five APIs come here, each
 read by its own converter (:func:`convert_group`); a Workload-API PodGroup with the ``basic``
 policy makes no gang: its pods are placed again, one by one. A gang's ``hold`` is its Volcano
 queue's verdict, else a scheduling gate of one of its pods (:meth:`GangEvents._hold`). It works
@@ -32,7 +33,7 @@ from phalanx.k8s import (
 )
 from phalanx.k8s.apis import kai
 from phalanx.k8s.objects import VOLCANO_GROUP
-from phalanx.k8s.queues import volcano_queue_from_dict
+from phalanx.k8s.queues import budget_from_dict, volcano_queue_from_dict
 from phalanx.k8s.workloads import BasicGroup, pod_group_from_dict
 from phalanx.live.convert import (
     Conversions,
@@ -194,6 +195,19 @@ class GangEvents:
             self.state.queues.remove_queue(name)
             return
         self.state.queues.add_queue(spec)
+
+    def _budget(self, kind: str, obj: Obj) -> None:
+        """A PodDisruptionBudget into the queue book (preemption plans within it); a malformed
+        one is rejected with a warning and protects nothing (the API still enforces it)."""
+        key = key_of(obj)
+        self.state.queues.budgets.pop(key, None)
+        self.rejections.accept("PodDisruptionBudget", key)
+        if kind == DELETED:
+            return
+        try:
+            self.state.queues.add_budget(budget_from_dict(obj))
+        except InputError as exc:
+            self.rejections.reject("PodDisruptionBudget", obj, exc)
 
     def _workload(self, kind: str, obj: Obj, now: float) -> None:
         key = key_of(obj)

@@ -81,6 +81,27 @@ class Metrics:
             ["gang"],
             registry=r,
         )
+        self.evictions = Counter(
+            "phalanx_evictions",
+            "Pods evicted (accepted by the API), by reason: preempt, reclaim, shrink.",
+            ["reason"],
+            registry=r,
+        )
+        self.preemptions = Counter(
+            "phalanx_preemptions",
+            "Gangs stopped by preemption or reclaim (evicted below their minimum).",
+            registry=r,
+        )
+        self.reclaims = Counter(
+            "phalanx_reclaims",
+            "Gangs stopped by reclaim (also counted as preemptions).",
+            registry=r,
+        )
+        self.lost_gpu_hours = Counter(
+            "phalanx_lost_gpu_hours",
+            "GPU-hours of work lost with stopped gangs (since their last checkpoint).",
+            registry=r,
+        )
         self._reasons: set[str] = set()
         self._expected: set[str] = set()
 
@@ -110,6 +131,17 @@ class Metrics:
     def record_gang_wait(self, seconds: float) -> None:
         self.gang_wait.observe(max(0.0, seconds))
 
+    def record_disruption(
+        self, reason: str, pods: int, stopped: bool, lost_gpu_hours: float
+    ) -> None:
+        """A victim gang's accepted evictions (see ``LiveScheduler.on_disruption``)."""
+        self.evictions.labels(reason=reason).inc(pods)
+        if stopped:
+            self.preemptions.inc()
+            if reason == "reclaim":
+                self.reclaims.inc()
+            self.lost_gpu_hours.inc(max(0.0, lost_gpu_hours))
+
     def record_partial_bind_recovery(self) -> None:
         self.partial_bind_recoveries.inc()
 
@@ -124,7 +156,8 @@ class InstrumentedScheduler(LiveScheduler):
     """:class:`LiveScheduler` feeding :class:`Metrics` from around its steps.
 
     Cycle duration and waiting gangs wrap :meth:`run_once`; binds and failures wrap the
-    per-pod bind; a gang's wait is observed when a cycle commits it.
+    per-pod bind; a gang's wait is observed when a cycle commits it; evictions, preemptions,
+    reclaims and lost GPU-hours come from the disruption hook once the API accepted them.
     """
 
     def __init__(self, client: KubeClient, *, metrics: Metrics, **options: Any) -> None:
@@ -164,6 +197,9 @@ class InstrumentedScheduler(LiveScheduler):
 
     def on_bind(self, ok: bool) -> None:
         self.metrics.record_bind(ok)
+
+    def on_disruption(self, reason: str, pods: int, stopped: bool, lost_gpu_hours: float) -> None:
+        self.metrics.record_disruption(reason, pods, stopped, lost_gpu_hours)
 
 
 class HealthServer:

@@ -1,6 +1,7 @@
 """The live scheduling loop: the simulator's engine, binding through the Kubernetes API.
 
-:class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses and every gang API
+:class:`LiveScheduler` runs informers for Nodes, Pods, PriorityClasses, PodDisruptionBudgets and
+every gang API
 (PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io``, ``scheduling.volcano.sh``
 with Volcano's Queues, and ``scheduling.run.ai`` (KAI); the Workload API's Workloads and
 PodGroups of the newest version the server's discovery lists, looked up again every
@@ -20,7 +21,8 @@ place (never a rebuild). One cycle (:meth:`LiveScheduler.run_once`):
    (:meth:`PartialBinds.watch`);
 5. with ``write_status`` (default), :class:`~phalanx.live.status.StatusWriter` writes the
    status of the PodGroups whose object, members or gang changed, in its API's vocabulary
-   (:mod:`phalanx.live.group_status`), and the ``Scheduled`` / ``FailedScheduling`` Events.
+   (:mod:`phalanx.live.group_status`), and the ``Scheduled`` / ``FailedScheduling`` Events;
+   then Volcano Queues get their PodGroup counts (:mod:`phalanx.live.queue_status`).
    Under :meth:`~LiveScheduler.serve` neither binds nor status writes hold up the next cycle:
    they go on in the background (status writes one sync at a time, each group planned when
    its turn comes, so a group touched by several cycles meanwhile is written once).
@@ -56,6 +58,8 @@ from phalanx.live.errors import LiveError
 from phalanx.live.gang_events import GROUP_ORDER
 from phalanx.live.hints import WakeHints, pod_event_wakes
 from phalanx.live.informer import DELETED, Backoff, Informer
+from phalanx.live.queue_status import QueueStatusWriter
+from phalanx.live.queue_status import desired as queue_desired
 from phalanx.live.recovery import (
     PARTIAL_BIND_RECOVERED,
     PartialBinds,
@@ -69,6 +73,7 @@ from phalanx.live.resources import (
     KAI_TOPOLOGIES,
     KUEUE_TOPOLOGIES,
     NODES,
+    PDBS,
     POD_GROUP_VERSIONS,
     PODGROUP_RESOURCES,
     PODGROUPS,
@@ -154,6 +159,7 @@ class LiveScheduler:
             VOLCANO_QUEUES,
             KAI_PODGROUPS,
             PRIORITY_CLASSES,
+            PDBS,
             *TOPOLOGY_RESOURCES,
         ):
             self._inform(resource)
@@ -174,6 +180,9 @@ class LiveScheduler:
         )
         #: PodGroup status and Scheduled/FailedScheduling events (``write_status=False``: off).
         self.status = StatusWriter(client, controller=scheduler_name) if write_status else None
+        #: Volcano Queue status counts (with ``write_status``)
+        self.queue_status = QueueStatusWriter(client) if write_status else None
+        self._queues_planned: tuple[int, int] | None = None
         self.cycles = 0
         self.attempts = 0  # placement attempts, over all cycles
         self.explainer = Explainer(client, scheduler_name, self.status)
@@ -217,6 +226,11 @@ class LiveScheduler:
     def on_attempts(self, count: int) -> None:
         """Called after every cycle with its placement attempts."""
         self.attempts += count
+
+    def on_disruption(self, reason: str, pods: int, stopped: bool, lost_gpu_hours: float) -> None:
+        """Called once the API accepted a victim gang's evictions: ``pods`` evicted for
+        ``reason`` (preempt, reclaim, shrink); ``stopped``: the gang fell below its minimum
+        (its work restarts, ``lost_gpu_hours`` lost)."""
 
     def wake_at(self, at: float) -> None:
         """A cycle is needed again at ``at`` (the backend's ``wake_at``)."""
@@ -319,6 +333,7 @@ class LiveScheduler:
                 volcano_queues=None if queues.missing else self.objects(VOLCANO_QUEUES),
                 topologies=[*self.objects(KUEUE_TOPOLOGIES), *self.objects(KAI_TOPOLOGIES)],
                 hypernodes=self.objects(VOLCANO_HYPERNODES),
+                budgets=self.objects(PDBS),
                 now=time.time(),
             )
             gc.freeze()  # the start-up objects live on: full collections need not walk them
@@ -412,6 +427,7 @@ class LiveScheduler:
         if self.status is not None:
             if wait_binds:
                 await self._write_statuses(groups)
+                await self._write_queue_statuses()
             else:
                 self._write_in_background(groups)
             if flush_events:
@@ -439,6 +455,7 @@ class LiveScheduler:
             groups, self._unwritten = self._unwritten, set()
             try:
                 await self._write_statuses(groups)
+                await self._write_queue_statuses()
             except Exception:  # one failed write must not stop the others
                 logger.exception("writing PodGroup statuses failed")
 
@@ -472,6 +489,21 @@ class LiveScheduler:
         )
         if await self.status.sync(desired, prune=False) and admission:
             self._planned = None  # admissions read the statuses just written
+
+    async def _write_queue_statuses(self) -> None:
+        """Volcano Queue status counts, when the state or an object changed since the last
+        time (our own status writes come back as events: the next cycle finds nothing new)."""
+        assert self.status is not None and self.queue_status is not None
+        queues = self.informers[VOLCANO_QUEUES].store
+        marker = (self.cache.state.version, self.cache.changes)
+        if not queues or marker == self._queues_planned:
+            return
+        self._queues_planned = marker
+        groups = [
+            self.status.current(VOLCANO_PODGROUPS, group)
+            for group in self.informers[VOLCANO_PODGROUPS].store.values()
+        ]
+        await self.queue_status.sync(queues, queue_desired(queues, groups, self.cache.state))
 
     # -- the loop --------------------------------------------------------------------------
     async def serve(

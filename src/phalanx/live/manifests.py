@@ -51,13 +51,14 @@ def _rule(groups: tuple[str, ...], resources: tuple[str, ...], verbs: tuple[str,
     return {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
 
 
-def cluster_rules(evict: bool = False) -> list[Manifest]:
-    """Cluster-wide rules: exactly the verbs ``phalanx serve`` uses (``evict``: also
-    ``pods/eviction`` ``create``, for ``recovery.undo: evict``)."""
+def cluster_rules() -> list[Manifest]:
+    """Cluster-wide rules: exactly the verbs ``phalanx serve`` uses (``pods/eviction``
+    ``create`` and PodDisruptionBudget reads: the default policy preempts and reclaims through
+    the Eviction API, as ``recovery.undo: evict`` does)."""
     read = ("get", "list", "watch")
-    eviction = [_rule(("",), ("pods/eviction",), ("create",))] if evict else []
     return [
-        *eviction,
+        _rule(("",), ("pods/eviction",), ("create",)),
+        _rule(("policy",), ("poddisruptionbudgets",), read),
         _rule(("",), ("pods",), (*read, "delete")),
         _rule(("",), ("pods/binding",), ("create",)),
         _rule(("",), ("pods/status",), ("patch",)),
@@ -186,11 +187,8 @@ def install_manifests(
     namespace: str = DEFAULT_NAMESPACE,
     image: str = DEFAULT_IMAGE,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
-    *,
-    evict: bool = False,
 ) -> list[Manifest]:
-    """Everything ``phalanx serve`` needs in a cluster, in apply order (``evict``: the RBAC
-    also lets it evict, for ``recovery.undo: evict``)."""
+    """Everything ``phalanx serve`` needs in a cluster, in apply order."""
     _check(namespace, _DNS_LABEL, "--namespace", "a DNS-1123 label")
     _check(scheduler_name, _DNS_SUBDOMAIN, "--scheduler-name", "a DNS-1123 subdomain")
     if not image or any(c.isspace() for c in image):
@@ -272,7 +270,7 @@ def install_manifests(
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": meta(f"{name}-scheduler", namespaced=False),
-            "rules": cluster_rules(evict),
+            "rules": cluster_rules(),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

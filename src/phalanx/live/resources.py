@@ -78,6 +78,15 @@ PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+#: PodDisruptionBudgets: preemption plans victims within them (the Eviction API enforces them).
+PDBS = Resource(
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+    namespaced=True,
+    status_subresource=True,
+)
 
 #: scheduler-plugins PodGroup, current group (label ``scheduling.x-k8s.io/pod-group``).
 PODGROUPS = Resource(

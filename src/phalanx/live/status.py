@@ -171,17 +171,39 @@ class StatusWriter:
         return True
 
     # -- events ----------------------------------------------------------------------------
-    def _emit(self, regarding: Obj, reason: str, note: str, type_: str) -> None:
+    def _emit(
+        self,
+        regarding: Obj,
+        reason: str,
+        note: str,
+        type_: str,
+        action: str = "Scheduling",
+        related: Obj | None = None,
+    ) -> None:
         self.recorder.emit(
             events.event(
                 regarding,
                 reason=reason,
                 note=note,
                 type_=type_,
+                action=action,
+                related=related,
                 controller=self.controller,
                 instance=self.controller,
             )
         )
+
+    def notice(
+        self,
+        regarding: Obj,
+        reason: str,
+        note: str,
+        *,
+        action: str = "Scheduling",
+        related: Obj | None = None,
+    ) -> None:
+        """A Normal Event with its ``action`` and ``related`` object (preemption, reclaim)."""
+        self._emit(regarding, reason, note, events.NORMAL, action, related)
 
     async def flush(self) -> None:
         """Wait until every Event emitted so far is written."""

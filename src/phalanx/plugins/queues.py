@@ -81,7 +81,7 @@ class Queues:
             if remembered is not None:
                 extra[: remembered.size] += remembered[:width]
             for gang in gangs:
-                for pod in gang.pending():
+                for pod in gang.placeable():
                     extra[: pod.request.size] += pod.request[:width]
                 held = gang.ident in book.holds
                 keys[gang.ident] = -1.0 if held else book.ratio(queue, extra)

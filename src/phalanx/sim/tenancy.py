@@ -10,10 +10,11 @@
   (a Job's pods by the Job controller, other pods here, as a PodGroup's controller would), so
   the gang waits in its queue again. Evicting surplus members of an elastic gang loses nothing.
 - **Elastic gangs** (more pods than ``minMember``) run ``work ÷ members`` (:class:`Elastic`):
-  a gang's ``phalanx.dev/duration`` is its run time with all its pods running, so its work is
-  ``duration × pods`` member-seconds; with ``m`` members running it progresses ``m`` per
-  second. Growing (a ``grow`` event per member) or shrinking re-plans its finish. A rigid gang
-  always runs all its pods, so its duration is unchanged.
+  a gang's ``phalanx.dev/duration`` is its run time with all its pods running (up to its
+  ``phalanx.dev/max-member``), so its work is ``duration × pods`` member-seconds; with ``m``
+  members running it progresses ``m`` per second. Growing (a ``grow`` event per member) or
+  shrinking re-plans its finish. A rigid gang always runs all its pods, so its duration is
+  unchanged.
 - :class:`ShareMeter` integrates, per queue, the GPUs its pods hold and the GPUs it deserves
   (sampled after every cycle) over time, and the time it had demand, for the run's ``queues``.
 """
@@ -25,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from phalanx.api.durations import parse_duration
 from phalanx.api.queues import DEFAULT_QUEUE, BudgetSpec, QueueBindingSpec, QueueSpec
+from phalanx.cluster.disruption import CHECKPOINT, checkpoint_interval, kept_seconds
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 
 if TYPE_CHECKING:
     from phalanx.sim.simulator import Simulation
 
-CHECKPOINT = "phalanx.dev/checkpoint-interval"
+__all__ = ["CHECKPOINT", "Disruptions", "Elastic", "ShareMeter", "add_object", "remove_object"]
 
 
 def add_object(sim: Simulation, spec: object) -> bool:
@@ -57,17 +58,6 @@ def remove_object(sim: Simulation, spec: object) -> None:
         book.bindings.pop((spec.namespace, spec.name), None)
     elif isinstance(spec, BudgetSpec):
         book.budgets.pop(f"{spec.namespace}/{spec.name}", None)
-
-
-def checkpoint_interval(gang: GangInfo) -> float | None:
-    text = gang.members[0].spec.annotations.get(CHECKPOINT) if gang.members else None
-    if text is None:
-        return None
-    try:
-        seconds = parse_duration(text)
-    except ValueError:
-        return None
-    return seconds if seconds > 0 else None
 
 
 @dataclass(slots=True)
@@ -105,8 +95,7 @@ class Disruptions:
     ) -> None:
         record = sim.records[gang.ident]
         ran = sim.now - started
-        interval = checkpoint_interval(gang)
-        kept = (ran // interval) * interval if interval else 0.0
+        kept = kept_seconds(ran, checkpoint_interval(gang))
         lost = gpus * (ran - kept)
         record.preempted += 1
         record.lost_gpu_hours += lost / 3600
@@ -134,7 +123,7 @@ class Elastic:
     since: dict[str, float] = field(default_factory=dict)
 
     def start(self, sim: Simulation, gang: GangInfo, duration: float) -> None:
-        size = gang.alive()
+        size = min(gang.alive(), gang.max_member or gang.alive())
         running = sum(p.status is PodStatus.BOUND for p in gang.members)
         if gang.implicit or size <= gang.min_member or running <= 0:
             sim.plan_finish(gang, sim.now + duration)

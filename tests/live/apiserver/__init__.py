@@ -10,6 +10,7 @@ directly it is ~1,900 lines with no private API to track, and faults are first-c
 
 Layout: :mod:`.registry` (what is served; CRDs by registration), :mod:`.store` (objects,
 resourceVersions, event log, watch fan-out, verbs), :mod:`.selectors`, :mod:`.patches`,
+:mod:`.eviction` (``pods/eviction`` with PodDisruptionBudgets; ``eviction=False`` turns it off),
 :mod:`.server` (HTTP, watch streaming, fault injection). Start it as an async context manager::
 
     async with FakeApiServer(crds=ALL_CRDS, bookmark_interval=0.05) as server:

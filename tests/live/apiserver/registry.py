@@ -68,18 +68,23 @@ class ResourceInfo:
             main["shortNames"] = list(self.short_names)
         entries = [main]
         for sub in self.subresources:
-            kind = "Binding" if sub == "binding" else self.kind
-            verbs = ["create"] if sub == "binding" else ["get", "patch", "update"]
-            entries.append(
-                {
-                    "name": f"{self.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": self.namespaced,
-                    "kind": kind,
-                    "verbs": verbs,
-                }
-            )
+            kind = _SUBRESOURCE_KINDS.get(sub, self.kind)
+            verbs = ["create"] if sub in _SUBRESOURCE_KINDS else ["get", "patch", "update"]
+            entry = {
+                "name": f"{self.plural}/{sub}",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }
+            if sub == "eviction":
+                entry |= {"group": "policy", "version": "v1"}
+            entries.append(entry)
         return entries
+
+
+#: Create-only subresources and the kind they take (``pods/eviction`` is a policy/v1 kind).
+_SUBRESOURCE_KINDS = {"binding": "Binding", "eviction": "Eviction"}
 
 
 _POD_FIELDS = frozenset(
@@ -136,7 +141,7 @@ PODS = ResourceInfo(
     "pods",
     "Pod",
     namespaced=True,
-    subresources=("binding", "status"),
+    subresources=("binding", "eviction", "status"),
     short_names=("po",),
     field_labels=_POD_FIELDS,
 )
@@ -157,6 +162,15 @@ PRIORITY_CLASSES = ResourceInfo(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
 LEASES = ResourceInfo("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+PDBS = ResourceInfo(
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+    namespaced=True,
+    subresources=("status",),
+    short_names=("pdb",),
+)
 
 BUILTIN: tuple[ResourceInfo, ...] = (
     NAMESPACES,
@@ -167,6 +181,7 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     EVENTS_V1,
     PRIORITY_CLASSES,
     LEASES,
+    PDBS,
 )
 
 # Registrable resources (CRDs, and the alpha Workload API, which a cluster may not serve).

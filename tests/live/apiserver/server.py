@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .eviction import evict
 from .registry import PODS, ResourceInfo
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
 from .store import STOP, ApiFailure, Obj, Store, Watcher, bad_request
@@ -140,8 +141,12 @@ class FakeApiServer:
         host: str = "127.0.0.1",
         request_log: int = 10_000,
         port: int = 0,
+        eviction: bool = True,
     ) -> None:
+        """``eviction=False``: ``pods/eviction`` answers 404, as on a server without the
+        Eviction API (a client must fall back to DELETE)."""
         self.store = Store(history=history)
+        self.eviction = eviction
         for info in crds:
             self.store.register(info)
         self.bookmark_interval = bookmark_interval
@@ -444,7 +449,9 @@ class FakeApiServer:
             return _failure(
                 ApiFailure(404, "NotFound", "the server could not find the requested resource")
             )
-        if sub is not None and sub not in info.subresources:
+        if sub is not None and (
+            sub not in info.subresources or (sub == "eviction" and not self.eviction)
+        ):
             return _failure(
                 ApiFailure(404, "NotFound", "the server could not find the requested resource")
             )
@@ -489,6 +496,11 @@ class FakeApiServer:
                 raise ApiFailure(405, "MethodNotAllowed", "only POST is allowed on pods/binding")
             assert namespace is not None
             return _json(self.store.bind(namespace, name, await self._body(request)), 201)
+        if sub == "eviction":
+            if method != "POST":
+                raise ApiFailure(405, "MethodNotAllowed", "only POST is allowed on pods/eviction")
+            assert namespace is not None
+            return _json(evict(self.store, namespace, name, await self._body(request)), 201)
         if method == "GET":
             return _json(self.store.get(info, namespace, name))
         if method == "PUT":

@@ -18,8 +18,9 @@ Design:
   ``Status``) on error; :mod:`.server` only translates HTTP to these calls.
 
 Emulated server behaviour worth knowing: pod create defaults ``schedulerName`` and runs the
-Priority admission plugin (``priorityClassName`` → ``spec.priority``, 403 for an unknown class,
-the ``globalDefault`` class otherwise); pod status is reset to ``Pending`` on create; a custom
+Priority admission plugin (``priorityClassName`` → ``spec.priority`` and the class's
+``spec.preemptionPolicy``, 403 for an unknown class or a pod's own differing policy, the
+``globalDefault`` class otherwise); pod status is reset to ``Pending`` on create; a custom
 resource's status is dropped on create when it has a status subresource; writes to the main
 resource keep the stored status, writes to ``/status`` change only the status; ``generation``
 bumps when anything outside ``metadata``/``status`` changes; finalizers delay deletion
@@ -362,13 +363,22 @@ class Store:
                     f'pods "{pod["metadata"]["name"]}" is forbidden: no PriorityClass with name '
                     f"{class_name} was found",
                 )
-            spec["priority"] = match.get("value", 0)
         else:
-            default = next((c for c in classes if c.get("globalDefault")), None)
-            if default is not None:
-                spec["priorityClassName"] = default["metadata"]["name"]
-            spec["priority"] = default.get("value", 0) if default else 0
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+            match = next((c for c in classes if c.get("globalDefault")), None)
+            if match is not None:
+                spec["priorityClassName"] = match["metadata"]["name"]
+        spec["priority"] = match.get("value", 0) if match else 0
+        policy = (match or {}).get("preemptionPolicy") or "PreemptLowerPriority"
+        if spec.get("preemptionPolicy") not in (None, policy):
+            raise ApiFailure(
+                403,
+                "Forbidden",
+                f'pods "{pod["metadata"]["name"]}" is forbidden: the string value of '
+                f"PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided in pod "
+                f"spec; priority admission controller computed {policy} from the given "
+                "PriorityClass name",
+            )
+        spec["preemptionPolicy"] = policy
         pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
 
     # ---------------------------------------------------------------- read

@@ -56,6 +56,7 @@ from phalanx.k8s.meta import (
     annotations_of,
     describing,
     duration_annotation,
+    max_member_annotation,
     name_of,
     namespace_of,
     object_label,
@@ -195,10 +196,11 @@ def volcano_job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> 
         class_name = get_str(spec, "priorityClassName", "spec")
         priority = priorities.resolve(class_name, "spec.priorityClassName") if class_name else None
         topology = gang_topology(top, annotations_of(top))  # spec.networkTopology
+        minimum = max(1, default_min if min_available is None else min_available)
         gang = GangSpec(
             namespace=namespace,
             name=name,
-            min_member=max(1, default_min if min_available is None else min_available),
+            min_member=minimum,
             api=VOLCANO_GROUP,
             role_minimums={n: m for n, _, m, *_ in tasks if m},
             priority=priority,
@@ -206,6 +208,7 @@ def volcano_job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> 
             duration=_duration(top, tasks, job_policies),
             topology=topology.constraint,
             subgroups=tuple(_subgroup(t[0], t[5]) for t in tasks if t[5] is not None),
+            max_member=max_member_annotation(annotations_of(top), minimum),
         )
         scheduler = get_str(spec, "schedulerName", "spec") or "volcano"
         pod_sets: list[PodSet] = []
