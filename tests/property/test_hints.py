@@ -17,7 +17,17 @@ from phalanx.sim.simulator import SimOptions, Simulation
 
 API = "scheduling.x-k8s.io"
 GPU = "nvidia.com/gpu"
-DECISIONS = ("bind", "reserve", "unreserve", "start", "finish", "delete", "timeout")
+DECISIONS = (
+    "bind",
+    "reserve",
+    "unreserve",
+    "start",
+    "finish",
+    "delete",
+    "timeout",
+    "evict",
+    "grow",
+)
 #: coscheduling can thrash for ever (two groups that each hold part of what both need, forever
 #: rejected at PostFilter and retried): its runs are compared over a bounded horizon
 UNTIL = {"coscheduling": 3600.0}
@@ -67,10 +77,15 @@ def workloads(draw: st.DrawFn) -> Workload:
     return Workload(items)
 
 
-def decisions(workload: Workload, policy: str, seed: int, *, hints: bool) -> list[str]:
+def decisions(
+    workload: Workload, policy: str, seed: int, *, hints: bool, until: float | None = None
+) -> list[str]:
+    """The run's decisions as lines (evictions with their reason); ``hints`` off is the
+    coarse reference."""
     events: list[dict[str, Any]] = []
+    horizon = until if until is not None else UNTIL.get(policy)
+    options = SimOptions(policy=policy, seed=seed, until=horizon)
     try:
-        options = SimOptions(policy=policy, seed=seed, until=UNTIL.get(policy))
         sim = Simulation(workload, options, events.append)
     except InputError:  # a gang bigger than the whole cluster: refused up front
         assume(False)
@@ -78,7 +93,7 @@ def decisions(workload: Workload, policy: str, seed: int, *, hints: bool) -> lis
     sim.state.hints = hints
     sim.run()
     return [
-        f"{e['t']} {e['type']} {e['pod'] or e['gang']} {e['node']}"
+        f"{e['t']} {e['type']} {e['pod'] or e['gang']} {e['node']} {e.get('reason', '')}"
         for e in events
         if e["type"] in DECISIONS
     ]

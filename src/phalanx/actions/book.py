@@ -73,6 +73,7 @@ class Book:
         self.view = base.copy()  # base and every carve
         self.settings = settings
         self.enders = enders
+        self.ends: dict[str, float] = {}  # running gang ident → its estimated end (preemption)
         self.carves: list[Carve] = []
         self.waiting: list[Candidate] = []
         self.begun: set[str] = set()

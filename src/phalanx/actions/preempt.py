@@ -1,7 +1,8 @@
 """Preempt (within a queue, by priority) and reclaim (across queues, by share).
 
-Both run after ``allocate``, over the gangs that it left waiting for room
-(``NotEnoughResources``), best first, at most ``MAX_PREEMPTORS`` per cycle. For each, the
+Both run after ``allocate``, over the gangs waiting for room (``NotEnoughResources``): those
+it just failed and those parked after an earlier failure, best first, at most
+``MAX_PREEMPTORS`` per cycle. For each, the
 :class:`~phalanx.actions.victims.Planner` plans the gang's minimum with victims; when it fits,
 the evictions are committed, the preemptor's placement is pipelined for the rest of the cycle
 (so no later preemptor plans on the same room), and a hold is recorded so the freed room is
@@ -26,6 +27,24 @@ simulator bind it in the next cycle of the same instant.
   ``Σ usage² / deserved`` over the queues strictly falls with every reclaim, so no longer
   cycle exists either while the deserved shares stay the same.
 
+With the ``topology`` placement, the plan is made inside the domains of the gang's constraint
+(``TopologyPlacement.preemption_domains``); with a reservation action, a plan that would delay
+a reservation ranked ahead of the preemptor is no plan (:mod:`phalanx.actions.guard`).
+
+**Cost follows change** (queueing hints, on unless ``ClusterState.hints`` is off). An attempt
+is skipped — it would fail, so the decisions are those of planning every one — when its
+victim class (preempt: queue and priority; reclaim: queue) has no candidates (a per-queue
+lowest running priority tells preempt at once), when the room with every candidate evicted
+cannot hold the minimum (:func:`~phalanx.actions.victims.could_fit`, numpy over nodes), or
+when a gang of the same failure class already failed in an unchanged world
+(:class:`~phalanx.cluster.hints.Failures`: the stamp moves when room is freed or released,
+the candidates change — a lower gang started, a victim's min-runtime ran out —, queue
+shares or objects change, or, with disruption budgets, any pod changes). Skipped attempts
+still count towards ``MAX_PREEMPTORS`` in order, as failed ones do; when every attempt of a
+cycle is known to fail, none is ordered at all, and parked gangs are not even listed when no
+gang below the highest waiting priority ever ran (``QueueBook.lowest_priority``). Running
+gangs are listed again only after binds, releases or evictions.
+
 ``volcano`` variants model Volcano's ``preempt``/``reclaim`` with its gang plugin: a job is
 never taken below ``minAvailable`` (only surplus members or single-pod jobs are victims),
 candidates by priority only, no minimal-set pruning, and reclaim only from queues over their
@@ -34,15 +53,27 @@ deserved share (Volcano's ``overused``).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import partial
+from typing import cast
 
 import numpy as np
 
-from phalanx.actions.victims import Chunk, Plan, Planner, chunks, eligible_at
+from phalanx.actions.guard import delays_reservation
+from phalanx.actions.victims import (
+    Chunk,
+    Domains,
+    Plan,
+    Planner,
+    chunks,
+    could_fit,
+    eligible_at,
+)
 from phalanx.cluster.fairshare import Floats
+from phalanx.cluster.hints import Failures
 from phalanx.cluster.queues import Hold, QueueBook
-from phalanx.cluster.workloads import GangInfo, PodInfo
+from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.framework.session import Session
 from phalanx.framework.unit import Unit
 from phalanx.plugins.predicates import Predicates
@@ -60,6 +91,15 @@ class Preemptor:
     pods: list[PodInfo]
 
 
+@dataclass(slots=True)
+class _Victims:
+    """The candidates of one victim class in this cycle, and their fingerprint."""
+
+    chunks: list[Chunk]
+    fingerprint: Hashable
+    stamp: Hashable = None  # the world's stamp for attempts against them (set when needed)
+
+
 class _Takeback:
     name = "preempt"
     reason = "preempt"
@@ -69,55 +109,213 @@ class _Takeback:
         self.predicates = Predicates()
         #: the earliest time a victim refused for its min-runtime becomes eligible
         self.recheck_at = float("inf")
+        self.failures = Failures()  # attempts known to fail (queueing hints)
+        self._cycle = 0
+        self._victims: dict[Hashable, _Victims] = {}  # per victim class, this cycle
+        self._running: list[GangInfo] | None = None  # this cycle's running gangs
+        self._floor: dict[str, int] | None = None  # per queue, its lowest running priority
+        self._floor_at: tuple[int, int] = (0, 0)
+        self._seen: tuple[int, int, int] | None = None  # what the three above were made at
+        #: gang → (its spec, generation, the book's generation, its victim class)
+        self._classes: dict[GangInfo, tuple[object, int, int, Hashable]] = {}
 
     def execute(self, session: Session) -> None:
-        book = session.state.queues
-        tried = 0
         recheck = session.now >= self.recheck_at
         if recheck:
             self.recheck_at = float("inf")
-        elif not any(c.reason == NO_ROOM for c in session.result.waiting.values()):
+            self.failures.clear()  # a victim's min-runtime ran out
+        state = session.state
+        fresh = self._fresh(session)
+        if not fresh and not state.blocked:
             return
-        for unit in self._preemptors(session, recheck):
-            if tried >= MAX_PREEMPTORS:
+        self._cycle += 1
+        self._forget()
+        hinted = state.hints
+        book = state.queues
+        # parked gangs that cannot preempt still count in the order: looked at in full only
+        # when some attempt could succeed (else, only whether one is eligible at all)
+        glance = hinted and not recheck and self.parked_hopeless(session)
+        gangs = fresh + [u.gang for u in self._parked_units(session, first=glance)]
+        if hinted and not self._any_open(session, gangs):
+            return  # every attempt is known to fail (its only trace: the min-runtime wake-up)
+        if glance:
+            gangs = fresh + [u.gang for u in self._parked_units(session)]
+        units = []
+        for gang in gangs:
+            unit = self._unit(session, gang)
+            pods = None if unit is None else _eligible(unit, book)
+            if unit is not None and pods:
+                unit.order = session.order_key(unit)
+                units.append((unit, pods))
+        if not units:
+            return
+        self._note_young(session)  # as the first attempt does, whatever its outcome
+        units.sort(key=lambda pair: pair[0].order)
+        for unit, pods in units[:MAX_PREEMPTORS]:
+            self._try(Preemptor(session, book, unit.gang, pods), hinted)
+
+    def _fresh(self, session: Session) -> list[GangInfo]:
+        """The gangs allocate just failed for room (their priorities are noted: parked
+        gangs all failed so once)."""
+        state, book = session.state, session.state.queues
+        gangs = []
+        for ident, condition in session.result.waiting.items():
+            gang = state.waiting.get(ident)
+            if condition.reason != NO_ROOM or gang is None or gang.backoff_until > session.now:
+                continue
+            gangs.append(gang)
+            self.note_waiting(book, gang)
+        return gangs
+
+    def _parked_units(self, session: Session, *, first: bool = False) -> list[Unit]:
+        """Units of the gangs parked after failing for room (``first``: only the first one
+        eligible to preempt, to tell whether there is one)."""
+        book, out = session.state.queues, []
+        for gang in session.state.blocked.values():
+            if gang.condition is None or gang.condition.reason != NO_ROOM:
+                continue
+            unit = self._unit(session, gang)
+            if unit is None or (first and not _eligible(unit, book)):
+                continue
+            out.append(unit)
+            if first:
                 break
-            gang = unit.gang
-            if gang.ident in book.holds or _never(unit):
-                continue
-            pods = _minimum(unit)
-            if not pods:
-                continue
-            tried += 1
-            self._try(session, book, gang, pods)
+        return out
 
     @staticmethod
-    def _preemptors(session: Session, parked: bool) -> list[Unit]:
-        """Gangs waiting for room: those allocate just failed, and (``parked``) those parked
-        since an earlier failure, best first."""
-        units = [
-            u
-            for u in session.units()
-            if (c := session.result.waiting.get(u.gang.ident)) is not None and c.reason == NO_ROOM
-        ]
-        if parked:
-            for gang in session.state.blocked.values():
-                pending = gang.placeable()
-                if pending and gang.condition is not None and gang.condition.reason == NO_ROOM:
-                    units.append(Unit.of_gang(gang, pending))
-            units.sort(key=session.order_key)
-        return units
+    def _unit(session: Session, gang: GangInfo) -> Unit | None:
+        """The gang's pending pods as a unit (those of this scheduler, unless it is parked)."""
+        pending = gang.placeable()
+        if gang.ident not in session.state.blocked:
+            pending = [p for p in pending if session.ours(p, gang)]
+        return Unit.of_gang(gang, pending) if pending else None
 
-    def _try(self, session: Session, book: QueueBook, gang: GangInfo, pods: list[PodInfo]) -> None:
-        who = Preemptor(session, book, gang, pods)
-        candidates = self.candidates(who)
-        self._note_young(who)
-        if not candidates:
+    def _any_open(self, session: Session, gangs: list[GangInfo]) -> bool:
+        """Could an attempt for any of ``gangs`` succeed? When none can, nothing is placed or
+        evicted whatever their order, so the only effect left is the min-runtime wake-up,
+        noted if any of them is eligible to preempt."""
+        book = session.state.queues
+        eligible = False
+        for gang in gangs:
+            hopeless = self.no_victims(session, gang) or not self._victims_of(session, gang).chunks
+            if hopeless and eligible:
+                continue  # the common case: no victims for its class, cheap to tell
+            unit = self._unit(session, gang)
+            pods = None if unit is None else _eligible(unit, book)
+            if unit is None or not pods:
+                continue
+            eligible = True
+            if not hopeless and self._open(Preemptor(session, book, gang, pods)):
+                return True
+        if eligible:
+            self._note_young(session)
+        return False
+
+    def _open(self, who: Preemptor) -> bool:
+        """Could an attempt for ``who`` succeed now (False: it is known to fail)?"""
+        victims = self._candidates(who)
+        if not victims.chunks:
+            return False
+        return not self.failures.known(self._class(who), self._stamp(who.session, victims))
+
+    def _try(self, who: Preemptor, hinted: bool) -> None:
+        session = who.session
+        victims = self._candidates(who)
+        if not victims.chunks:
             return
+        if hinted:
+            key, stamp = self._class(who), self._stamp(session, victims)
+            if self.failures.known(key, stamp):
+                return
+            if not could_fit(who.pods, victims.chunks, session.table, self.predicates):
+                self.failures.failed(key, stamp)
+                return
+        domains = _domains(who)
         plan = Planner(session, self.predicates).plan(
-            pods, candidates, partial(self.allows, who), minimal=self.gang_aware
+            who.pods,
+            victims.chunks,
+            partial(self.allows, who),
+            minimal=self.gang_aware,
+            domains=domains,
+            accept=lambda plan: delays_reservation(session, who.gang, who.pods, plan) is None,
         )
         if plan is not None:
-            self._commit(session, gang, plan)
+            self._commit(session, who.gang, plan, pin=domains is None)
+            self._forget(evicted=True)
+        elif hinted:
+            self.failures.failed(key, stamp)
+
+    # -- what an attempt depends on ------------------------------------------------------------
+    def _candidates(self, who: Preemptor) -> _Victims:
+        return self._victims_of(who.session, who.gang)
+
+    def _victims_of(self, session: Session, gang: GangInfo) -> _Victims:
+        victim_class = self._victim_class(session.state.queues, gang)
+        known = self._victims.get(victim_class)
+        if known is None:
+            chunks = self.candidates(Preemptor(session, session.state.queues, gang, []))
+            fingerprint = tuple((c.gang.ident, tuple(p.key for p in c.pods)) for c in chunks)
+            known = self._victims[victim_class] = _Victims(chunks, fingerprint)
+        return known
+
+    def _victim_class(self, book: QueueBook, gang: GangInfo) -> Hashable:
+        """``victim_class``, memoised while the gang's members, spec and the queues stay."""
+        known = self._classes.get(gang)
+        if (
+            known is not None
+            and known[0] is gang.spec
+            and known[1] == gang.generation
+            and known[2] == book.generation
+        ):
+            return known[3]
+        if len(self._classes) > 1 << 17:
+            self._classes.clear()
+        victim_class = self.victim_class(book, gang)
+        self._classes[gang] = (gang.spec, gang.generation, book.generation, victim_class)
+        return victim_class
+
+    def _class(self, who: Preemptor) -> Hashable:
+        """The failure class: what the attempt reads of the preemptor."""
+        shapes = tuple(
+            (p.request.tobytes(), p.spec.placement, p.invalid or "", p.spec.topology)
+            for p in who.pods
+        )
+        spec = who.gang.spec
+        topology = None if spec is None else (spec.topology, tuple(spec.role_topology.items()))
+        return (self._victim_class(who.book, who.gang), shapes, topology)
+
+    def _stamp(self, session: Session, victims: _Victims) -> Hashable:
+        """What an attempt reads of the world, besides the preemptor (see ``Failures``)."""
+        if victims.stamp is None:
+            victims.stamp = self._world(session, victims)
+        return victims.stamp
+
+    def _world(self, session: Session, victims: _Victims) -> Hashable:
+        state, table, book = session.state, session.table, session.state.queues
+        claims = self._cycle if table.pipelined.any() else 0  # pipelined room: this cycle only
+        budgets = state.version if book.budgets else 0  # budgets count every pod's status
+        reserved = self._cycle if session.gate is not None else 0  # reservations: per cycle
+        room = (state.freed, int(table.releasing.sum()), claims, reserved)
+        return (room, victims.fingerprint, book.generation, budgets, self.rule_stamp(book))
+
+    def _forget(self, *, evicted: bool = False) -> None:
+        """A new cycle (or evictions): per-cycle facts are computed again; the running
+        gangs only if binds, releases or evictions may have changed them."""
+        self._victims.clear()
+        if evicted:
+            self._seen = None
+
+    def _current(self, session: Session) -> None:
+        state = session.state
+        seen = (state.queues.binds, state.freed, int(session.table.releasing.sum()))
+        if seen != self._seen:
+            self._seen, self._running, self._floor = seen, None, None
+
+    def running(self, session: Session) -> list[GangInfo]:
+        self._current(session)
+        if self._running is None:
+            self._running = session.state.queues.running()
+        return self._running
 
     # -- overridden per action ----------------------------------------------------------------
     def candidates(self, who: Preemptor) -> list[Chunk]:
@@ -126,16 +324,42 @@ class _Takeback:
     def allows(self, who: Preemptor, chosen: list[Chunk], chunk: Chunk) -> bool:
         return True
 
-    def _note_young(self, who: Preemptor) -> None:
+    def victim_class(self, book: QueueBook, gang: GangInfo) -> Hashable:
+        """What the candidates depend on, of the preemptor."""
+        raise NotImplementedError
+
+    def rule_stamp(self, book: QueueBook) -> Hashable:
+        """What ``allows`` reads of the queues, besides the preemptor."""
+        return None
+
+    def no_victims(self, session: Session, gang: GangInfo) -> bool:
+        """A quick sufficient test that ``gang`` has no candidates (False: look at them)."""
+        return False
+
+    def note_waiting(self, book: QueueBook, gang: GangInfo) -> None:
+        """``gang`` failed for room this cycle."""
+
+    def parked_hopeless(self, session: Session) -> bool:
+        """A quick sufficient test that no parked gang has candidates (False: look)."""
+        return False
+
+    def _note_young(self, session: Session) -> None:
         """Wake up when a running gang protected by its min-runtime becomes a candidate."""
-        for gang in self.running(who.session):
+        book = session.state.queues
+        for ident, gang in list(book.min_runtime.items()):
+            if not any(p.status is PodStatus.BOUND for p in gang.members):
+                del book.min_runtime[ident]  # not running (it is tracked again when bound)
+                continue
             at = eligible_at(gang)
-            if at is not None and at > who.session.now and at < self.recheck_at:
+            if at is not None and at > session.now and at < self.recheck_at:
                 self.recheck_at = at
-                who.session.result.wake_at.append(at)
+                session.result.wake_at.append(at)
 
     # -- shared --------------------------------------------------------------------------------
-    def _commit(self, session: Session, gang: GangInfo, plan: Plan) -> None:
+    def _commit(self, session: Session, gang: GangInfo, plan: Plan, *, pin: bool) -> None:
+        """Evict the victims, pipeline the preemptor and hold the room for it. ``pin``: its
+        pods go to the nodes planned (else, when the placement plugin places it inside its
+        domain, anywhere in the held room: the plugin's own plan must not be overruled)."""
         evict = session.statement()
         for chunk in plan.victims:
             for pod in chunk.pods:
@@ -151,33 +375,90 @@ class _Takeback:
             claim.pipeline(pod, row)
             rows[row] = rows.get(row, np.zeros(pod.request.size)) + pod.request
         victims = tuple(sorted({c.gang.ident for c in plan.victims}))
-        planned = {pod.key: row for pod, row in plan.placement}
+        planned = {pod.key: row for pod, row in plan.placement} if pin else {}
         session.result.holds.append(Hold(gang.ident, rows, session.now, victims, planned))
         session.result.wake_at.append(session.now)
-
-    @staticmethod
-    def running(session: Session) -> list[GangInfo]:
-        return session.state.queues.running()
 
 
 class Preempt(_Takeback):
     name = "preempt"
     reason = "preempt"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._highest = -(1 << 62)  # the highest priority that failed for room
+        self._seeded = False
+
+    def victim_class(self, book: QueueBook, gang: GangInfo) -> Hashable:
+        return (book.queue_of(gang), gang.priority)
+
+    def _rank(self, book: QueueBook, gang: GangInfo) -> tuple[str, int]:
+        return cast(tuple[str, int], self._victim_class(book, gang))
+
+    def no_victims(self, session: Session, gang: GangInfo) -> bool:
+        book = session.state.queues
+        queue, priority = self._rank(book, gang)
+        if book.lowest_priority is None or priority <= book.lowest_priority:
+            return True  # no gang below it ever ran
+        return bool(self._lowest(session).get(queue, priority) >= priority)
+
+    def note_waiting(self, book: QueueBook, gang: GangInfo) -> None:
+        self._highest = max(self._highest, self._rank(book, gang)[1])
+
+    def parked_hopeless(self, session: Session) -> bool:
+        """No running gang is below the highest priority that ever failed for room (every
+        parked gang failed so once, and is woken when its priority changes)."""
+        if not self._seeded:
+            self._seeded = True
+            for gang in session.state.blocked.values():  # parked before this action existed
+                self.note_waiting(session.state.queues, gang)
+        ever = session.state.queues.lowest_priority
+        if ever is None or ever >= self._highest:
+            return True  # no gang below any that waited ever ran
+        lowest = self._lowest(session)
+        return not lowest or min(lowest.values()) >= self._highest
+
+    def _lowest(self, session: Session) -> dict[str, int]:
+        """Per queue, the lowest priority of its running gangs."""
+        running = self.running(session)
+        stamp = (session.state.queues.generation, sum(g.generation for g in running))
+        if self._floor is None or stamp != self._floor_at:  # a running pod's spec changed
+            book, self._floor, self._floor_at = session.state.queues, {}, stamp
+            for g in self.running(session):
+                queue, priority = self._rank(book, g)
+                self._floor[queue] = min(priority, self._floor.get(queue, priority))
+        return self._floor
+
     def candidates(self, who: Preemptor) -> list[Chunk]:
         session, book, gang = who.session, who.book, who.gang
-        queue = book.queue_of(gang)
-        gangs = [
-            g
-            for g in self.running(session)
-            if g is not gang and g.priority < gang.priority and book.queue_of(g) == queue
-        ]
+        queue, priority = self._rank(book, gang)
+        gangs = []
+        for g in self.running(session):
+            victim_queue, victim_priority = self._rank(book, g)
+            if g is not gang and victim_priority < priority and victim_queue == queue:
+                gangs.append(g)
         return chunks(gangs, session.table.gpu_col, session.now, whole=self.gang_aware)
 
 
 class Reclaim(_Takeback):
     name = "reclaim"
     reason = "reclaim"
+
+    def parked_hopeless(self, session: Session) -> bool:
+        return not session.state.queues.active
+
+    def no_victims(self, session: Session, gang: GangInfo) -> bool:
+        return not session.state.queues.active
+
+    def victim_class(self, book: QueueBook, gang: GangInfo) -> Hashable:
+        return book.queue_of(gang)
+
+    def rule_stamp(self, book: QueueBook) -> Hashable:
+        uses = tuple(
+            (name, use.usage.tobytes(), use.deserved.tobytes())
+            for name, use in sorted(book.uses.items())
+        )
+        return (book.active, uses, book.mask.tobytes())
 
     def candidates(self, who: Preemptor) -> list[Chunk]:
         session, book, gang = who.session, who.book, who.gang
@@ -212,8 +493,8 @@ class Reclaim(_Takeback):
             self._move(session, placed, session.result.evictions)
         super().execute(session)
 
-    def _commit(self, session: Session, gang: GangInfo, plan: Plan) -> None:
-        super()._commit(session, gang, plan)
+    def _commit(self, session: Session, gang: GangInfo, plan: Plan, *, pin: bool) -> None:
+        super()._commit(session, gang, plan, pin=pin)
         evicted = [pod for chunk in plan.victims for pod in chunk.pods]
         self._move(session, [pod for pod, _ in plan.placement], evicted)
 
@@ -270,6 +551,25 @@ def _minimum(unit: Unit) -> list[PodInfo]:
         return list(unit.pods)
     missing = gang.min_member - gang.placed
     return list(unit.pods[: max(missing, 0)])
+
+
+def _domains(who: Preemptor) -> Domains | None:
+    """The network domains the preemptor must (or would rather) use, from the policy's
+    placement plugin (topology), so victims are chosen inside the domain it will use."""
+    for placer in who.session.placers:
+        find = getattr(placer, "preemption_domains", None)
+        if find is not None:
+            found: Domains | None = find(Unit.of_gang(who.gang, who.pods), who.session)
+            return found
+    return None
+
+
+def _eligible(unit: Unit, book: QueueBook) -> list[PodInfo]:
+    """The pods ``unit`` would preempt for; none if it holds room already or never
+    preempts."""
+    if unit.gang.ident in book.holds or _never(unit):
+        return []
+    return _minimum(unit)
 
 
 def _never(unit: Unit) -> bool:

@@ -71,6 +71,7 @@ class Reserve:
         self._track(session.state, session.now)
         timeline, enders = self._timeline(session)
         book = Book(session, timeline, self.settings, enders, self._held)
+        book.ends = {i: self.end_of(run, session.now)[0] for i, run in self.running.items()}
         book.plan(self._candidates(session))
         session.gate = book
         session.closing.append(book.finish)

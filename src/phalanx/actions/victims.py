@@ -29,12 +29,12 @@ from phalanx.api.durations import parse_duration
 from phalanx.api.queues import BudgetSpec
 from phalanx.cluster import devices
 from phalanx.cluster.labels import Mask
-from phalanx.cluster.queues import QueueBook
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.queues import MIN_RUNTIME, QueueBook
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 from phalanx.framework.session import Session
 from phalanx.plugins.predicates import Predicates
 
-MIN_RUNTIME = "phalanx.dev/min-runtime"
 #: At most this many chunks are considered per preemptor (the least disruptive ones).
 MAX_CHUNKS = 48
 
@@ -54,6 +54,16 @@ class Plan:
     victims: list[Chunk]
     placement: list[tuple[PodInfo, int]]
     rows: dict[int, np.ndarray] = field(default_factory=dict)
+    gpus: dict[str, tuple[int, ...]] = field(default_factory=dict)  # pod key → devices planned
+
+    def cost(self, gpu_col: int) -> tuple[int, int, int]:
+        """How disruptive: GPUs evicted, victim chunks, the highest victim priority."""
+        gpus = sum(c.gpus(gpu_col) for c in self.victims)
+        return (gpus, len(self.victims), max(c.gang.priority for c in self.victims))
+
+
+#: Node masks a preemptor may be planned in, and whether it must stay inside one.
+Domains = tuple[list[Mask], bool]
 
 
 def running_pods(gang: GangInfo) -> list[PodInfo]:
@@ -106,6 +116,50 @@ def _too_young(gang: GangInfo, now: float) -> bool:
     return at is not None and now < at
 
 
+def could_fit(
+    pods: Sequence[PodInfo],
+    candidates: Sequence[Chunk],
+    table: NodeTable,
+    predicates: Predicates,
+    within: Mask | None = None,
+) -> bool:
+    """A necessary condition for any plan: do ``pods`` fit, counted per shape, in the room
+    that would be free if every candidate were evicted (future free room plus the victims'
+    requests on their nodes)? False means no subset of the candidates can make room, so the
+    planner need not run (vectorised over nodes; GPU devices are not counted, which only
+    makes the bound looser); ``within``: on those nodes only."""
+    if any(pod.invalid for pod in pods):
+        return False
+    room = table.allocatable - table.requested + table.releasing - table.pipelined
+    victims = [pod for chunk in candidates for pod in chunk.pods if pod.node >= 0]
+    if victims:
+        width = room.shape[1]
+        nodes = np.fromiter((pod.node for pod in victims), np.int64, len(victims))
+        asks = np.zeros((len(victims), width), np.int64)
+        for i, pod in enumerate(victims):
+            asks[i, : min(width, pod.request.size)] = pod.request[:width]
+        np.add.at(room, nodes, asks)
+    shapes: dict[tuple[bytes, object], tuple[PodInfo, int]] = {}
+    for pod in pods:
+        key = (pod.request.tobytes(), pod.spec.placement)
+        first, count = shapes.get(key, (pod, 0))
+        shapes[key] = (first, count + 1)
+    bound = 0
+    for pod, count in shapes.values():
+        mask = predicates.static(table.facts, pod.spec.placement)
+        if within is not None:
+            mask = mask & within
+        request = pod.request[: room.shape[1]]
+        cols = np.flatnonzero(request)
+        if cols.size == 0:
+            bound += count if mask.any() else 0
+            continue
+        rows = room[np.ix_(np.flatnonzero(mask), cols)]
+        per_node = np.maximum(rows, 0) // request[cols]
+        bound += min(count, int(per_node.min(axis=1, initial=1 << 40).sum()))
+    return bound >= len(pods)
+
+
 class Planner:
     """Plans one preemptor against candidate chunks in ``session``."""
 
@@ -113,6 +167,9 @@ class Planner:
         self.session = session
         self.predicates = predicates
         self.book: QueueBook = session.state.queues
+        self._allowed_by: dict[str, int] = {}  # budget → allowed disruptions (one plan)
+        self.within: Mask | None = None  # the domain being planned in, if any
+        self._picked: dict[str, tuple[int, ...]] = {}  # devices of the last placement tried
 
     def plan(
         self,
@@ -121,8 +178,42 @@ class Planner:
         allows: Callable[[list[Chunk], Chunk], bool],
         *,
         minimal: bool = True,
+        domains: Domains | None = None,
+        accept: Callable[[Plan], bool] = lambda plan: True,
     ) -> Plan | None:
-        """The victims and placement of ``pods``, or None; the session is left unchanged."""
+        """The victims and placement of ``pods``, or None; the session is left unchanged.
+        With ``domains`` (node masks, and whether the preemptor must stay inside one), the
+        plan is made inside each domain with the victims there, and the least disruptive
+        one is kept; a preemptor that only prefers a domain is planned anywhere if none
+        does. A plan ``accept`` refuses (it would delay a reservation) is no plan."""
+        if domains is None:
+            return _accepted(self._plan(pods, candidates, allows, minimal), accept)
+        masks, required = domains
+        table, best = self.session.table, None
+        for mask in masks:
+            inside = [c for c in candidates if any(mask[p.node] for p in c.pods)]
+            if not inside or not could_fit(pods, inside, table, self.predicates, mask):
+                continue
+            self.within = mask
+            try:
+                plan = _accepted(self._plan(pods, inside, allows, minimal), accept)
+            finally:
+                self.within = None
+            if plan is not None and (
+                best is None or plan.cost(table.gpu_col) < best.cost(table.gpu_col)
+            ):
+                best = plan
+        if best is not None or required:
+            return best
+        return _accepted(self._plan(pods, candidates, allows, minimal), accept)
+
+    def _plan(
+        self,
+        pods: Sequence[PodInfo],
+        candidates: Sequence[Chunk],
+        allows: Callable[[list[Chunk], Chunk], bool],
+        minimal: bool,
+    ) -> Plan | None:
         chosen: list[Chunk] = []
         placement = self._fits(pods, chosen)
         for chunk in candidates:
@@ -147,7 +238,7 @@ class Planner:
                     chosen = fewer
             placement = self._fits(pods, chosen)
             assert placement is not None
-        return Plan(chosen, placement)
+        return Plan(chosen, placement, gpus=dict(self._picked))
 
     def _fits(
         self, pods: Sequence[PodInfo], victims: Sequence[Chunk]
@@ -159,6 +250,7 @@ class Planner:
         table = self.session.table
         col = table.gpu_col
         free_devices = table.gpu_free.copy()
+        self._picked = {}
         try:
             for chunk in victims:
                 for pod in chunk.pods:
@@ -179,8 +271,10 @@ class Planner:
                     - table.pipelined[rows, col]
                 )
                 row = int(rows[int(np.argmin(future))])  # binpack on GPUs
-                for device in devices.pick(free_devices[row], gpu):
+                picked = devices.pick(free_devices[row], gpu)
+                for device in picked:
                     free_devices[row, device] -= devices.per_device(gpu)
+                self._picked[pod.key] = picked
                 stmt.pipeline(pod, row)
                 placement.append((pod, row))
             return placement
@@ -192,6 +286,8 @@ class Planner:
         if pod.invalid:
             return np.zeros(len(table), dtype=bool)
         mask = self.predicates.static(table.facts, pod.spec.placement)
+        if self.within is not None:
+            mask = mask & self.within
         return mask & table.fits(pod.request, future=True)
 
     def _budgets_allow(self, victims: Sequence[Chunk]) -> bool:
@@ -199,9 +295,14 @@ class Planner:
         if not budgets:
             return True
         pods = [p for chunk in victims for p in chunk.pods]
-        for budget in budgets.values():
+        for name, budget in budgets.items():
             hit = [p for p in pods if _matches(budget, p)]
-            if hit and len(hit) > self._allowed(budget):
+            if not hit:
+                continue
+            allowed = self._allowed_by.get(name)
+            if allowed is None:  # pod statuses do not change while one plan is made
+                allowed = self._allowed_by[name] = self._allowed(budget)
+            if len(hit) > allowed:
                 return False
         return True
 
@@ -220,6 +321,10 @@ class Planner:
             allowed = _absolute(budget.max_unavailable, expected, up=False)
             return max(0, allowed - (expected - healthy))
         return expected
+
+
+def _accepted(plan: Plan | None, accept: Callable[[Plan], bool]) -> Plan | None:
+    return plan if plan is not None and accept(plan) else None
 
 
 def _absolute(value: int | str, total: int, *, up: bool) -> int:

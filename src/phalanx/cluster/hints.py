@@ -120,3 +120,38 @@ class CapacityOf:
             mask = facts.selector_mask(placement) & facts.toleration_mask(placement)
             mask = self._masks[placement] = mask & ~facts.unschedulable
         return self.table.capacity_for(request, mask)
+
+
+class Failures:
+    """Preemption attempts known to fail (used by the ``preempt`` and ``reclaim`` actions).
+
+    A failed attempt is remembered under its failure class — what the preemptor needs (its
+    queue, priority and the shapes of its minimum, in order) — with the *stamp* of the world
+    it failed in: the release count, the room being released, the candidate victims, and
+    what the action's rule reads (queue shares, budgets). While the stamp is unchanged, the
+    same attempt would fail again: binds of gangs that are not candidates only take room
+    away, as for allocate's hints. Gangs of one class so share one failed attempt.
+    """
+
+    LIMIT = 4096  # classes remembered at most (the memo is cleared past it)
+
+    def __init__(self) -> None:
+        self._stamps: dict[Hashable, Hashable] = {}
+
+    def __len__(self) -> int:
+        return len(self._stamps)
+
+    def known(self, key: Hashable, stamp: Hashable) -> bool:
+        """Did the class ``key`` fail in a world with this ``stamp``?"""
+        return self._stamps.get(key, _NEVER) == stamp
+
+    def failed(self, key: Hashable, stamp: Hashable) -> None:
+        if len(self._stamps) >= self.LIMIT:
+            self._stamps.clear()
+        self._stamps[key] = stamp
+
+    def clear(self) -> None:
+        self._stamps.clear()
+
+
+_NEVER = object()

@@ -42,6 +42,8 @@ from phalanx.cluster.workloads import HOLDING, GangInfo, PodStatus
 
 KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KAI_LABEL = "kai.scheduler/queue"
+#: A running gang is not a preemption victim before it ran this long (annotation).
+MIN_RUNTIME = "phalanx.dev/min-runtime"
 #: How long room stays held for a preemptor whose victims have not gone (seconds).
 HOLD_SECONDS = 300.0
 
@@ -71,6 +73,14 @@ class QueueBook:
         self.holds: dict[str, Hold] = {}
         self.uses: dict[str, QueueUse] = {}
         self.tracked: dict[str, GangInfo] = {}
+        #: tracked gang → its arrival order (its first pod's), the order ``running`` keeps
+        self._rank: dict[str, int] = {}
+        self._live: dict[str, GangInfo] = {}  # tracked gangs that may have a member bound
+        self.binds = 0  # counts binds (and looks at placed gangs): ``running`` may change
+        #: the lowest priority of any gang that ever had a member bound (preemption victims
+        #: are running gangs: a waiting gang no higher than this has none)
+        self.lowest_priority: int | None = None
+        self.min_runtime: dict[str, GangInfo] = {}  # gangs bound with a min-runtime
         self.declared = False  # any queue object at all (else queues change nothing)
         #: shares are computed this cycle (queues declared or named, or room held)
         self.active = False
@@ -78,16 +88,21 @@ class QueueBook:
         self.half_life: float | None = None
         self.history: dict[str, Floats] = {}
         self.refreshed_at: float | None = None
+        #: bumped when a queue, binding or budget appears or goes (preemption memos expire)
+        self.generation = 0
+        self._queue_memo: dict[str, tuple[object, int, str]] = {}  # ident → (spec, gen, queue)
 
     # -- objects ---------------------------------------------------------------------------
     def add_queue(self, spec: QueueSpec) -> None:
         self.specs[spec.name] = spec
         self.declared = True
+        self.generation += 1
         for namespace in spec.namespaces:
             self.bindings[(namespace, "")] = spec.name
 
     def remove_queue(self, name: str) -> None:
         spec = self.specs.pop(name, None)
+        self.generation += 1
         if spec is not None:
             for namespace in spec.namespaces:
                 self.bindings.pop((namespace, ""), None)
@@ -95,9 +110,11 @@ class QueueBook:
     def add_binding(self, spec: QueueBindingSpec) -> None:
         self.bindings[(spec.namespace, spec.name)] = spec.queue
         self.declared = True
+        self.generation += 1
 
     def add_budget(self, spec: BudgetSpec) -> None:
         self.budgets[f"{spec.namespace}/{spec.name}"] = spec
+        self.generation += 1
 
     # -- the tree --------------------------------------------------------------------------
     def spec(self, name: str) -> QueueSpec:
@@ -105,6 +122,20 @@ class QueueBook:
         return self.specs.get(name) or QueueSpec(name=name)
 
     def queue_of(self, gang: GangInfo) -> str:
+        """The queue ``gang`` is in (memoised while its spec and the bindings are unchanged)."""
+        token = (
+            gang.spec if gang.spec is not None else gang.members[0].spec if gang.members else None
+        )
+        known = self._queue_memo.get(gang.ident)
+        if known is not None and known[0] is token and known[1] == self.generation:
+            return known[2]
+        if len(self._queue_memo) > 1 << 17:
+            self._queue_memo.clear()
+        queue = self._resolve(gang)
+        self._queue_memo[gang.ident] = (token, self.generation, queue)
+        return queue
+
+    def _resolve(self, gang: GangInfo) -> str:
         if gang.spec is not None:
             named = gang.spec.queue or DEFAULT_QUEUE
         else:
@@ -156,17 +187,38 @@ class QueueBook:
     # -- usage, demand, deserved -----------------------------------------------------------
     def track(self, gangs: Iterable[GangInfo]) -> None:
         for gang in gangs:
-            self.tracked.setdefault(gang.ident, gang)
+            ident = gang.ident
+            if ident not in self.tracked:
+                self.tracked[ident] = gang
+                self._rank[ident] = min((p.seq for p in gang.members), default=0)
+            if gang.placed:  # may have a member bound (tracked on every bind)
+                self._live[ident] = gang
+                self.binds += 1  # the running gangs may have changed
+                priority = gang.priority
+                if self.lowest_priority is None or priority < self.lowest_priority:
+                    self.lowest_priority = priority
+                if gang.members and MIN_RUNTIME in gang.members[0].spec.annotations:
+                    self.min_runtime[ident] = gang
 
     def running(self) -> list[GangInfo]:
-        """Tracked gangs with a member bound (gangs that neither hold nor wait are dropped)."""
+        """Tracked gangs with a member bound, in arrival order (gangs that neither hold nor
+        wait are dropped). Only gangs seen with a member placed are looked
+        at, so a long queue costs nothing here."""
         out = []
-        for ident, gang in list(self.tracked.items()):
+        for ident, gang in list(self._live.items()):
             if any(p.status is PodStatus.BOUND for p in gang.members):
                 out.append(gang)
-            elif not gang.holding() and not gang.pending():
-                del self.tracked[ident]
+                continue
+            del self._live[ident]
+            if not gang.holding() and not gang.pending():
+                self._untrack(ident)
+        out.sort(key=lambda g: self._rank.get(g.ident, 0))
         return out
+
+    def _untrack(self, ident: str) -> None:
+        self.tracked.pop(ident, None)
+        self._rank.pop(ident, None)
+        self._live.pop(ident, None)
 
     def refresh(
         self,
@@ -189,7 +241,7 @@ class QueueBook:
                 if not pod.invalid:
                     asked[: pod.request[:width].size] += pod.request[:width]
             if not held.any() and not asked.any():
-                del self.tracked[ident]
+                self._untrack(ident)
                 continue
             use = uses.setdefault(self.queue_of(gang), QueueUse(np.zeros(width), np.zeros(width)))
             use.usage += held

@@ -51,6 +51,9 @@ class Queues:
         self.committed: dict[str, Floats] = {}
         self.seen = 0
         self.held_rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.was_active = False
+        self.named: dict[str, GangInfo] = {}  # waiting or parked gangs naming a queue
+        self._named_at = -1  # the book's generation ``named`` was built at
 
     # -- a cycle begins --------------------------------------------------------------------
     def open_session(self, session: Session) -> None:
@@ -59,16 +62,45 @@ class Queues:
         self.session, self.book = session, book
         self.committed, self.seen = {}, 0
         book.expire_holds(state.gangs, session.now)
-        waiting = [*state.waiting_gangs(), *state.blocked.values()]
-        book.track(waiting)
-        book.active = bool(
-            book.declared or book.holds or any(book.queue_of(g) != DEFAULT_QUEUE for g in waiting)
-        )
+        book.active = bool(book.declared or book.holds or self._named_queues(session))
+        self.keys = {}
         if book.active:
+            waiting = [*state.waiting_gangs(), *state.blocked.values()]
+            book.track(waiting)
             total = state.table.total_allocatable().astype(np.float64)
             book.refresh(waiting, state.index, total, session.now)
-        self.keys = self._keys(waiting) if book.active else {}
+            self.keys = self._keys(waiting)
         self._holds(len(state.index))
+        if book.active and not self.was_active:
+            state.room_changed()  # order keys start to move: every parked gang is retried
+        self.was_active = book.active
+        session.static_order = all(getattr(p, "static_order", False) for p in session.orders)
+
+    def _named_queues(self, session: Session) -> bool:
+        """Does a waiting or parked gang name a queue other than ``default``? Only the gangs
+        not parked are looked at (a parked gang was looked at while it waited, and is woken
+        when its spec changes), unless the queue objects changed; so a long queue of parked
+        gangs costs nothing here."""
+        state, book = session.state, session.state.queues
+        if book.generation != self._named_at:
+            self._named_at, self.named = book.generation, {}
+            scan = [*state.waiting.values(), *state.blocked.values()]
+        else:
+            scan = list(state.waiting.values())
+        for gang in scan:
+            if book.queue_of(gang) != DEFAULT_QUEUE:
+                self.named[gang.ident] = gang
+        for ident, gang in list(self.named.items()):
+            gone = ident not in state.waiting and ident not in state.blocked
+            if gone or book.queue_of(gang) == DEFAULT_QUEUE:
+                del self.named[ident]
+        return bool(self.named)
+
+    @property
+    def static_order(self) -> bool:
+        """Keys stay put while no queue is active (all follow priority and age only); shares
+        move them otherwise, so parked gangs are then woken by any release."""
+        return not self.book.active
 
     def _keys(self, waiting: list[GangInfo]) -> dict[str, float]:
         """Each waiting gang's queue key (see the module docstring)."""

@@ -152,6 +152,30 @@ class TopologyPlacement:
             return None
         return _Planner(session, self.best_fit, self.PER_LEVEL).reservable(unit, rule)
 
+    def preemption_domains(self, unit: Unit, session: Session) -> tuple[list[Mask], bool] | None:
+        """Where a preemptor may plan its minimum with victims: every domain of its gang's
+        constraint level as a node mask (the required level; else the preferred one), and
+        whether the gang must stay inside one. None: no gang-wide constraint (per-role
+        constraints are left to the placement that follows) or a level that does not exist."""
+        spec = unit.gang.spec
+        if spec is None:
+            return None
+        outer = spec.topology
+        raw = _raw_groups(unit) if outer is None else []
+        if outer is None and len(raw) == 1 and not raw[0].size:
+            outer = raw[0].constraint
+        if outer is None:
+            return None
+        try:
+            rule = resolve(session.state.topology.over(session.table.facts), outer)
+        except LookupError:
+            return None
+        depth = rule.required if rule.required is not None else rule.preferred
+        if depth is None:
+            return None
+        level = rule.topology.levels[depth]
+        return [level.members(domain) for domain in range(len(level))], rule.required is not None
+
 
 class GreedyTopologyPlacement(TopologyPlacement):
     name = "topology-greedy"

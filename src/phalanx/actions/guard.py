@@ -1,0 +1,63 @@
+"""Reservations that preemption honours (issue 12): never take what a reservation needs
+unless the preemptor outranks the reserved gang.
+
+When a reservation action set the session's gate (:class:`~phalanx.actions.book.Book`), a
+preemption plan is tried on a copy of the book's timeline before anything is evicted: the
+victims' room comes back from now until their estimated end (never, without an estimate, so
+from now on), the preemptor's pods take their planned room from now until its estimated end,
+and every reservation ranked ahead of the preemptor must still find room no later than its
+reserved start, in rank order, as the gate checks a backfilled gang. Reservations of gangs the
+preemptor outranks are not protected from it, exactly as a gang that outranks a reservation
+may start on its room. The refusal names the reservation it would delay.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from phalanx.actions.book import Book
+from phalanx.actions.candidates import clock
+from phalanx.actions.timeline import Slot
+from phalanx.actions.victims import Plan
+from phalanx.cluster.workloads import GangInfo, PodInfo
+from phalanx.framework.session import Session
+from phalanx.framework.unit import Unit
+
+
+def delays_reservation(
+    session: Session, gang: GangInfo, pods: Sequence[PodInfo], plan: Plan
+) -> str | None:
+    """Why ``plan`` would delay a reservation ranked ahead of ``gang``, or None."""
+    book = session.gate
+    if not isinstance(book, Book) or not book.carves:
+        return None
+    who = next((c for c in book.waiting if c.gang is gang), None)
+    if who is not None:
+        rank, duration = who.rank, who.duration
+    else:
+        rank, duration = (1.0, *session.order_key(Unit.of_gang(gang, list(pods)))), math.inf
+    ahead = sorted(
+        (c for c in book.carves if c.who.gang is not gang and c.who.rank < rank),
+        key=lambda c: c.who.rank,
+    )
+    if not ahead:
+        return None
+    now = book.now
+    trial = book.base.copy()
+    for chunk in plan.victims:
+        end = book.ends.get(chunk.gang.ident, math.inf)
+        trial.give_back(now, end, tuple(Slot(p.node, p.request, p.gpus) for p in chunk.pods))
+    taken = tuple(Slot(row, pod.request, plan.gpus.get(pod.key, ())) for pod, row in plan.placement)
+    trial.take(now, now + duration, taken)
+    for carve in ahead:
+        found = trial.earliest(
+            carve.who.requests, carve.who.masks, carve.who.duration, until=carve.start
+        )
+        if found is None:
+            return (
+                f"would delay the reservation of {carve.who.gang.key} "
+                f"(start {clock(carve.start, now)})"
+            )
+        trial.take(found[0], found[0] + carve.who.duration, found[1])
+    return None
