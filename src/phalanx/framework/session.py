@@ -76,8 +76,8 @@ class CycleResult:
     placed: list[GangInfo] = field(default_factory=list)  # gangs whose minimum was committed
     domains: dict[str, str] = field(default_factory=dict)  # placed gang ident → domain chosen
     failures: Counter[str] = field(default_factory=Counter)  # backoffs started, per gang ident
-    #: gang ident → (expected start or None when unknown, why): every waiting gang, when a
-    #: reservation action runs
+    #: gang ident → (expected start or None when unknown, why), when a reservation action runs:
+    #: the expected starts that changed this cycle (the applier keeps them on the gangs)
     expected: dict[str, tuple[float | None, str]] = field(default_factory=dict)
     #: evicted pod key → (reason: preempt | reclaim | shrink, the gang it was evicted for)
     disruptions: dict[str, tuple[str, str]] = field(default_factory=dict)

@@ -26,7 +26,7 @@ from phalanx.packing.experiment import replay
 from phalanx.packing.policies import published_label
 from phalanx.plugins.predicates import Predicates
 from phalanx.policies import ACTIONS, POLICIES, SCORINGS, Scheduler, get_policy
-from phalanx.policies.registry import build_scoring
+from phalanx.policies.registry import RESERVE, build_scoring
 
 GPU = "nvidia.com/gpu"
 
@@ -56,7 +56,7 @@ def test_reserve_takes_its_settings_after_colons() -> None:
     spec = "reserve:mode=conservative:aging=off:min-gpus=16:depth=2"
     (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
     assert isinstance(action, Reserve)
-    assert action.settings == Settings("conservative", 2, None, 16.0)
+    assert action.settings == Settings("conservative", 2, None, 16.0, max_aged=RESERVE.max_aged)
     for bad in ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1"):
         with pytest.raises(InputError, match="reserve"):
             Scheduler(get_policy("phalanx"), actions=[bad])
