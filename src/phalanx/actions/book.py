@@ -17,7 +17,8 @@ room no reservation needs (backfill) changes nothing.
 As the session's gate, the book admits a placement only if every carve ranked ahead of the
 unit can still be placed no later than its reserved start with the unit running until its
 estimated end (no estimate: forever) — the unit uses room no reservation needs, or ends in
-time; elastic growth of a gang already running ranks after every reservation. ``strict`` mode
+time; elastic growth of a gang already running ranks after every reservation; a preemptor whose
+victims were evicted for it (it holds their room) is admitted. ``strict`` mode
 (``fifo-reserve``) admits nothing ranked after a reservation. A gang whose reservation is due
 starts on the nodes it reserved (``nodes_for``).
 
@@ -30,11 +31,21 @@ Expected starts are told by :mod:`phalanx.actions.expect` when the session close
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from phalanx.actions.candidates import Candidate, Rank, Settings, Waiters, clock, nodes_text
+from phalanx.actions.candidates import (
+    Candidate,
+    Rank,
+    Settings,
+    Waiters,
+    clock,
+    nodes_text,
+    rank_of,
+)
 from phalanx.actions.timeline import Plan, Slot, Timeline
+from phalanx.cluster.workloads import GangInfo
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Op, Statement
 from phalanx.framework.unit import Unit
@@ -63,7 +74,7 @@ class Book:
         self.settings = settings
         self.waiters = waiters
         self.view: Timeline | None = None  # the running gangs' timeline and every carve
-        self.carves: dict[str, Carve] = {}  # gang ident → its carve
+        self.carved: dict[str, Carve] = {}  # gang ident → its carve
         self.invalid = True  # the view is overdrawn or its picks changed: plan again
         self.stale = False  # room came back: reservations may move earlier
         self.planned = False  # planned in this cycle
@@ -73,6 +84,28 @@ class Book:
         #: pod shapes refused this cycle → the shortest duration refused (a longer run of the
         #: same shape, placed alike, delays the same reservation at least as much)
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
+
+    @property
+    def carves(self) -> list[Carve]:
+        """Every carve (reservations and intents)."""
+        return list(self.carved.values())
+
+    @property
+    def waiting(self) -> Iterable[Candidate]:
+        """The waiting gangs it knows, each with its rank and estimated duration."""
+        return self.waiters.by_ident.values()
+
+    @property
+    def ends(self) -> Mapping[str, float]:
+        """Running gang ident → its estimated end (∞: no estimate)."""
+        return _Ends(self.reserve)
+
+    def protected(self, gang: GangInfo) -> bool:
+        """Did ``gang`` start on a reservation it held because it had aged (it then ranked
+        ahead of every gang not aged)? Preempting it for a gang it outranked would only
+        start the starvation again."""
+        run = self.reserve.running.get(gang.ident)
+        return run is not None and run.aged
 
     @property
     def base(self) -> Timeline:
@@ -85,7 +118,7 @@ class Book:
         self.begun, self.refused, self.planned = set(), {}, False
         if self.view is not None:
             self.view.advance(self.now)
-        for carve in self.carves.values():
+        for carve in self.carved.values():
             carve.who.rank = carve.who.rank_in(session)
 
     # -- changes from outside ----------------------------------------------------------------
@@ -108,7 +141,7 @@ class Book:
     def plan(self) -> None:
         assert self.session is not None
         session, now, settings = self.session, self.now, self.settings
-        before, self.carves = self.carves, {}
+        before, self.carved = self.carved, {}
         self.view = self.base.copy()
         self.invalid = self.stale = False
         self.planned = True
@@ -129,35 +162,38 @@ class Book:
                 heads[who.queue] = held + 1
             self._carve(Carve(who, start, plan, intent=start <= now))
         for ident, carve in before.items():
-            if ident not in self.carves and not carve.who.gone:
+            if ident not in self.carved and not carve.who.gone:
                 carve.who.told = None  # no longer reserved: tell its start again
 
     def _carve(self, carve: Carve) -> None:
         assert self.view is not None
-        self.carves[carve.who.gang.ident] = carve
+        self.carved[carve.who.gang.ident] = carve
         self.view.take(carve.start, carve.end, carve.plan)
 
     def _uncarve(self, carve: Carve) -> None:
         assert self.view is not None
-        del self.carves[carve.who.gang.ident]
+        del self.carved[carve.who.gang.ident]
         self.view.give_back(carve.start, carve.end, carve.plan)
 
     # -- the gate --------------------------------------------------------------------------
     def nodes_for(self, unit: Unit) -> dict[str, int]:
         """Pod key → node of the unit's reservation when it is due now: a gang that held a
         reservation starts on the nodes it kept for it (others are placed by the scores)."""
-        own = self.carves.get(unit.gang.ident)
+        own = self.carved.get(unit.gang.ident)
         if own is None or own.intent or own.start > self.now:
             return {}
         return {pod.key: slot.node for pod, slot in zip(own.who.pods, own.plan, strict=True)}
 
     def admits(self, unit: Unit, stmt: Statement) -> str | None:
-        if not self.carves and not self.invalid and not self.stale:
+        if not self.carved and not self.invalid and not self.stale:
             return None
+        assert self.session is not None
+        if unit.gang.ident in self.session.state.queues.holds:
+            return None  # its victims were evicted for it: the room is its own
         self.ensure()
-        own = self.carves.get(unit.gang.ident)
+        own = self.carved.get(unit.gang.ident)
         rank = own.who.rank if own is not None else self._rank(unit)
-        ahead = [c for c in self.carves.values() if c is not own and c.who.rank < rank]
+        ahead = [c for c in self.carved.values() if c is not own and c.who.rank < rank]
         if not ahead:
             return None
         if self.settings.mode == "strict":
@@ -197,7 +233,7 @@ class Book:
 
     def started(self, unit: Unit, stmt: Statement) -> None:
         gang = unit.gang
-        own = self.carves.get(gang.ident)
+        own = self.carved.get(gang.ident)
         who = self.waiters.by_ident.get(gang.ident)
         duration = self._duration(unit, own)
         if own is not None:
@@ -209,10 +245,12 @@ class Book:
         plan = tuple(Slot(op.node, op.pod.request, op.gpus) for op in ops)
         source = "no estimate" if who is None or who.estimate is None else None
         source = source or f"estimate: {who.estimate.source}"  # type: ignore[union-attr]
+        aged = own is not None and own.who.aged and not own.intent
         self.reserve.started(gang, [op.pod for op in ops], plan, self.now + duration, source)
+        self.reserve.running[gang.ident].aged |= aged
 
     def failed(self, unit: Unit) -> None:
-        own = self.carves.get(unit.gang.ident)
+        own = self.carved.get(unit.gang.ident)
         if own is not None and own.start <= self.now:
             self._uncarve(own)  # it did not fit after all: no intent to hold
             self.stale = True
@@ -220,12 +258,11 @@ class Book:
     def _rank(self, unit: Unit) -> Rank:
         """A waiting gang's rank; elastic growth of a ready gang ranks after every reservation
         (it is optional: it never takes what a reservation needs)."""
+        assert self.session is not None
         if unit.gang.ready():
-            return (2.0, *unit.order)
+            return rank_of(self.session, unit, False, growth=True)
         who = self.waiters.by_ident.get(unit.gang.ident)
-        if who is not None and who.aged:
-            return (0.0, who.gang.created, who.seq)
-        return (1.0, *unit.order)
+        return rank_of(self.session, unit, who is not None and who.aged)
 
     def _duration(self, unit: Unit, own: Carve | None) -> float:
         if own is not None:
@@ -240,7 +277,21 @@ class Book:
         return math.inf if estimate is None else estimate.seconds
 
     def reserved(self) -> list[Carve]:
-        return [c for c in self.carves.values() if not c.intent and c.start > self.now]
+        return [c for c in self.carved.values() if not c.intent and c.start > self.now]
+
+
+class _Ends(Mapping[str, float]):
+    def __init__(self, reserve: Reserve) -> None:
+        self._running = reserve.running
+
+    def __getitem__(self, ident: str) -> float:
+        return self._running[ident].end
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._running)
+
+    def __len__(self) -> int:
+        return len(self._running)
 
 
 def plan_of(stmt: Statement) -> Plan:

@@ -3,7 +3,8 @@
 A gang needs ``min_member`` placed members, role minimums first; a ready gang with extra
 pending members (elastic growth) is not waiting. A :class:`Candidate` holds what it needs
 (pods, where they may go), its estimate and, while it is planned, its rank: gangs past their
-aging threshold first (oldest first), then the session's own order (priority, then FIFO).
+aging threshold first, then the others, each in the session's own order (queues' fair shares,
+priority, then FIFO).
 
 :class:`Waiters` keeps the candidates incrementally (cost follows change): new gangs are found
 at the end of the state's gang table (new gangs are appended there), a gang short of members
@@ -75,6 +76,7 @@ class Candidate:
     gone: bool = False
     rank: Rank = ()
     told: tuple[float | None, str] | None = None  # the expected start last given, and why
+    late: bool = False  # told it will miss its deadline
 
     @property
     def duration(self) -> float:
@@ -112,9 +114,7 @@ class Candidate:
         return (-self.gang.priority, self.gang.created, self.seq)
 
     def rank_in(self, session: Session) -> Rank:
-        if self.aged:
-            return (0.0, self.gang.created, self.seq)
-        return (1.0, *session.order_key(Unit.of_gang(self.gang, self.needs.pending)))
+        return rank_of(session, Unit.of_gang(self.gang, self.needs.pending), self.aged)
 
 
 class Waiters:
@@ -176,6 +176,7 @@ class Waiters:
             ages_at = gang.created + max(settings.aging, relative)
         self._seq += 1
         who = Candidate(gang, needs, estimate, self._seq, ages_at)
+        who.rank = who.rank_in(session)  # kept up to date while it is planned
         self.by_ident[gang.ident] = who
         self.new.append(who)
         if not math.isinf(ages_at):
@@ -230,21 +231,43 @@ class Waiters:
                 who.gone = True
                 gone += 1
                 continue
-            if not waiting(who.gang):
-                continue
-            if who.needs.version != version(session, who.gang):
-                needs = needs_of(session, who.gang)
-                if needs is None:
-                    continue
-                who.needs = needs
-            who.estimate = self.estimates.estimate(who.gang)  # learned ones move
-            out.append(who)
+            if self.fresh(session, who):
+                who.estimate = self.estimates.estimate(who.gang)  # learned ones move
+                out.append(who)
         if gone:
             listed[:] = [entry for entry in listed if not entry[1].gone]
         return out
 
+    def fresh(self, session: Session, who: Candidate) -> bool:
+        """Is ``who`` still waiting? Its needs brought up to date (members or nodes changed)."""
+        if not waiting(who.gang):
+            return False
+        if who.needs.version != version(session, who.gang):
+            needs = needs_of(session, who.gang)
+            if needs is None:
+                return False
+            who.needs = needs
+        return True
+
     def next_aging(self) -> float | None:
         return self._aging[0][0] if self._aging else None
+
+
+def rank_of(session: Session, unit: Unit, aged: bool, *, growth: bool = False) -> Rank:
+    """A unit's rank among reservations: the session's order, where a gang past its aging
+    threshold goes before the others of its queue (after the queues' fair-share order, before
+    priority); elastic growth of a ready gang goes after every waiting gang of its queue."""
+    table = session.table
+    parts = [plugin.order_key(unit, table) for plugin in session.orders]
+    head: tuple[float, ...] = ()
+    if session.orders and getattr(session.orders[0], "name", "") in QUEUE_ORDERS:
+        head = parts.pop(0)
+    tier = 2.0 if growth else 0.0 if aged else 1.0
+    return (*head, tier, *(x for part in parts for x in part), unit.seq)
+
+
+#: Ordering plugins that order queues (fair share) before anything else.
+QUEUE_ORDERS = ("queues", "quota")
 
 
 def _first(entry: tuple[tuple[float, ...], Candidate]) -> tuple[float, ...]:

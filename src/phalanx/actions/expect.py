@@ -47,26 +47,26 @@ class Teller:
         book.ensure(stale_ok=True)  # an overdrawn plan is made again; a stale one kept
         now = session.now
         self._carve_ends = {}
-        for carve in book.carves.values():
+        for carve in book.carved.values():
             label = f"{carve.who.gang.key} (reserved, {_source(carve.who)})"
             self._carve_ends.setdefault(carve.end, []).append(label)
-        for ident, carve in book.carves.items() if book.planned else ():
+        for ident, carve in book.carved.items() if book.planned else ():
             if ident not in book.begun:
                 why = self._why(session, carve.start, carve.plan, reserved=True)
                 self._say(session, carve.who, carve.start, why)
         cache: dict[tuple[bytes, float], tuple[float, Plan] | None] = {}
         fresh, waiters.new = waiters.new, []
         for who in fresh:
-            if not who.gone and who.gang.ident not in book.carves:
+            if not who.gone and who.gang.ident not in book.carved:
                 self._estimate(session, who, cache)
         for _ in range(RETELL_MAX):
             if not self._due or self._due[0][0] > now:
                 break
             _, _, ident = heapq.heappop(self._due)
             waiter = waiters.by_ident.get(ident)
-            if waiter is not None and ident not in book.carves:
+            if waiter is not None and ident not in book.carved:
                 self._estimate(session, waiter, cache)
-        for ident, carve in book.carves.items():
+        for ident, carve in book.carved.items():
             if carve.who.told is None and ident not in book.begun:
                 self._estimate(session, carve.who, cache)
         for ident, condition in session.result.waiting.items():
@@ -88,6 +88,8 @@ class Teller:
     ) -> None:
         view = self.reserve.book.view
         assert view is not None
+        if not self.reserve.waiters.fresh(session, who):
+            return
         key = (who.shape, who.duration)
         if key not in cache:
             cache[key] = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
@@ -102,10 +104,15 @@ class Teller:
         heapq.heappush(self._due, (again, who.seq, who.gang.ident))
 
     def _say(self, session: Session, who: Candidate, at: float | None, why: str) -> None:
-        why += deadline_text(who, at, session.now)
+        slack, note = deadline(who, at, session.now)
+        why += note
         if who.told != (at, why):
             who.told = (at, why)
             session.result.expected[who.gang.ident] = (at, why)
+        late = slack is not None and slack < 0
+        if late and not who.late and slack is not None:
+            session.result.late[who.gang.ident] = (-slack, why)
+        who.late = late
 
     def _why(self, session: Session, start: float, plan: Plan, *, reserved: bool) -> str:
         now = session.now
@@ -123,18 +130,20 @@ class Teller:
         return f"unknown: no estimate for what holds the room it needs{detail}"
 
 
-def deadline_text(who: Candidate, expected: float | None, now: float) -> str:
+def deadline(who: Candidate, expected: float | None, now: float) -> tuple[float | None, str]:
+    """The gang's slack (deadline − expected finish; None: no deadline or finish unknown) and
+    what to say of it."""
     spec = who.gang.spec
     if spec is None or spec.deadline is None:
-        return ""
+        return None, ""
     due = spec.deadline.due(who.gang.created)
     if expected is None or math.isinf(who.duration):
-        return f"; deadline {clock(due, now)}: finish unknown"
+        return None, f"; deadline {clock(due, now)}: finish unknown"
     finish = expected + who.duration
     slack = due - finish
     if slack < 0:
-        return f"; will miss its deadline {clock(due, now)} by {-slack:.0f}s"
-    return f"; expected finish {clock(finish, now)}, slack {slack:.0f}s"
+        return slack, f"; will miss its deadline {clock(due, now)} by {-slack:.0f}s"
+    return slack, f"; expected finish {clock(finish, now)}, slack {slack:.0f}s"
 
 
 def _source(who: Candidate) -> str:

@@ -52,6 +52,7 @@ class Running:
     pods: list[PodInfo] = field(default_factory=list)
     plan: list[Slot] = field(default_factory=list)  # where each of ``pods`` holds room
     generation: int = -1  # the gang's generation when its pods were last looked at
+    aged: bool = False  # started on a reservation it held for having aged
 
     @property
     def label(self) -> str:

@@ -79,6 +79,9 @@ class CycleResult:
     #: gang ident → (expected start or None when unknown, why), when a reservation action runs:
     #: the expected starts that changed this cycle (the applier keeps them on the gangs)
     expected: dict[str, tuple[float | None, str]] = field(default_factory=dict)
+    #: gang ident → (seconds it is expected to be late, why): gangs newly found to miss their
+    #: ``phalanx.dev/deadline`` (told once, until they are expected on time again)
+    late: dict[str, tuple[float, str]] = field(default_factory=dict)
     #: evicted pod key → (reason: preempt | reclaim | shrink, the gang it was evicted for)
     disruptions: dict[str, tuple[str, str]] = field(default_factory=dict)
     holds: list[Hold] = field(default_factory=list)  # room held for preemptors

@@ -102,6 +102,11 @@ class Metrics:
             "GPU-hours of work lost with stopped gangs (since their last checkpoint).",
             registry=r,
         )
+        self.deadline_misses = Counter(
+            "phalanx_deadline_misses_foreseen",
+            "Waiting gangs found to miss their phalanx.dev/deadline (expected finish too late).",
+            registry=r,
+        )
         self._reasons: set[str] = set()
         self._expected: set[str] = set()
 
@@ -210,6 +215,9 @@ class InstrumentedScheduler(LiveScheduler):
 
     def on_disruption(self, reason: str, pods: int, stopped: bool, lost_gpu_hours: float) -> None:
         self.metrics.record_disruption(reason, pods, stopped, lost_gpu_hours)
+
+    def on_deadline_miss(self, ident: str, late: float) -> None:
+        self.metrics.deadline_misses.inc()
 
 
 class HealthServer:

@@ -44,6 +44,7 @@ from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.priority import Priority
 from phalanx.plugins.queues import Queues, Quota
 from phalanx.plugins.randomscore import RandomScore
+from phalanx.plugins.slack import LeastSlack
 from phalanx.plugins.topology import GreedyTopologyPlacement, TopologyPlacement
 
 ScoringFactory = Callable[[BuildContext], Score]
@@ -54,6 +55,7 @@ ORDERINGS: dict[str, Callable[[], object]] = {
     "drf": Drf,
     "queues": Queues,
     "quota": Quota,
+    "least-slack": LeastSlack,
 }
 
 SCORINGS: dict[str, ScoringFactory] = {
@@ -76,7 +78,7 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 #: "Reservations and backfill"): EASY backfill, a reservation for the head of each queue if it
 #: is at least ``min_gpus`` GPUs, and for the oldest ``max_aged`` gangs of each queue that have
 #: waited ``max(aging, aging_factor × their estimate)``.
-RESERVE = Settings("easy", depth=1, aging=3600.0, min_gpus=16.0, aging_factor=0.0, max_aged=1)
+RESERVE = Settings("easy", depth=1, aging=3600.0, min_gpus=16.0, aging_factor=4.0, max_aged=1)
 
 ACTIONS: dict[str, Callable[[], Action]] = {
     "allocate": Allocate,
