@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_reservations import gang as two_gpus
 
 from phalanx.cli.main import main
 
@@ -29,31 +30,7 @@ status: {{allocatable: {{cpu: "8", memory: 32Gi, nvidia.com/gpu: "1", pods: "110
 
 
 def gang(name: str, at: float, deadline: str | None) -> str:
-    due = "" if deadline is None else f", phalanx.dev/deadline: '{deadline}'"
-    notes = f"phalanx.dev/submit-after: '{at:g}', phalanx.dev/duration: '100'"
-    text = f"""---
-apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata:
-  name: {name}
-  annotations: {{{notes}, phalanx.dev/runtime-estimate: '100'{due}}}
-spec: {{minMember: 2}}
-"""
-    for i in range(2):
-        text += f"""---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}-{i}
-  labels: {{scheduling.x-k8s.io/pod-group: {name}}}
-  annotations: {{phalanx.dev/submit-after: '{at:g}'}}
-spec:
-  schedulerName: phalanx
-  containers:
-  - name: c
-    resources: {{requests: {{cpu: "1", nvidia.com/gpu: "1"}}}}
-"""
-    return text
+    return two_gpus(name, 2, at=at, runs=100, estimate=100, deadline=deadline)
 
 
 def simulate(

@@ -190,7 +190,7 @@ def test_min_runtime_protects_a_young_gang() -> None:
     assert evicted(events) == {"default/low": {"preempt by default/urgent"}}
     # not before low has run 10 min (low, aged past 1 h while urgent is stuck, starts again
     # on its reservation at 1h and is preempted again at 1h10m: see actions/book.py protected)
-    assert [e["t"] for e in events if e["type"] == "evict"][0] == 600.0
+    assert next(e["t"] for e in events if e["type"] == "evict") == 600.0
 
 
 def test_a_pod_disruption_budget_is_respected() -> None:
