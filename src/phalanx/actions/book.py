@@ -81,6 +81,7 @@ class Book:
         self.session: Session | None = None
         self.now = 0.0
         self.begun: set[str] = set()
+        self.unfit: set[str] = set()  # gangs allocate found no room for this cycle
         #: pod shapes refused this cycle → the shortest duration refused (a longer run of the
         #: same shape, placed alike, delays the same reservation at least as much)
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
@@ -115,7 +116,7 @@ class Book:
     def open(self, session: Session) -> None:
         """A new cycle: carves ranked again in this session's order."""
         self.session, self.now = session, session.now
-        self.begun, self.refused, self.planned = set(), {}, False
+        self.begun, self.refused, self.planned, self.unfit = set(), {}, False, set()
         if self.view is not None:
             self.view.advance(self.now)
         for carve in self.carved.values():
@@ -156,8 +157,8 @@ class Book:
             if found is None:
                 continue
             start, plan = found
-            if start <= now and who.gang.backoff_until > now:
-                continue  # in a timeout backoff: it will not start now, nor hold room
+            if start <= now and (who.gang.backoff_until > now or who.gang.ident in self.unfit):
+                continue  # in a timeout backoff, or found no room now (filters, topology)
             if start > now:
                 heads[who.queue] = held + 1
             self._carve(Carve(who, start, plan, intent=start <= now))
@@ -250,6 +251,7 @@ class Book:
         self.reserve.running[gang.ident].aged |= aged
 
     def failed(self, unit: Unit) -> None:
+        self.unfit.add(unit.gang.ident)
         own = self.carved.get(unit.gang.ident)
         if own is not None and own.start <= self.now:
             self._uncarve(own)  # it did not fit after all: no intent to hold
