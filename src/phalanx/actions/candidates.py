@@ -160,8 +160,9 @@ class Waiters:
                 moved |= cap is None or len(listed) <= cap or listed[cap - 1][1] is not who
         return moved
 
-    def consider(self, session: Session, gang: GangInfo) -> bool:
-        """``gang`` is new, or was not a candidate and changed: a candidate if it waits."""
+    def consider(self, session: Session, gang: GangInfo, since: float | None = None) -> bool:
+        """``gang`` is new, or was not a candidate and changed: a candidate if it waits
+        (since its creation, or ``since``)."""
         if gang.ident in self.by_ident or gang.ready():
             return False
         needs = needs_of(session, gang) if waiting(gang) else None
@@ -173,7 +174,7 @@ class Waiters:
         ages_at = math.inf
         if settings.aging is not None:
             relative = 0.0 if estimate is None else settings.aging_factor * estimate.seconds
-            ages_at = gang.created + max(settings.aging, relative)
+            ages_at = (gang.created if since is None else since) + max(settings.aging, relative)
         self._seq += 1
         who = Candidate(gang, needs, estimate, self._seq, ages_at)
         who.rank = who.rank_in(session)  # kept up to date while it is planned
@@ -194,9 +195,10 @@ class Waiters:
             who.gone = True
 
     def again(self, session: Session, gang: GangInfo) -> None:
-        """A gang that ran waits again (its members were evicted and re-created)."""
+        """A gang that ran waits again (its members were evicted and re-created): it ages
+        from now, not from its creation."""
         self.drop(gang.ident)
-        self.consider(session, gang)
+        self.consider(session, gang, since=session.now)
 
     # -- what a plan looks at -------------------------------------------------------------
     def picks(self, session: Session) -> list[Candidate]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from phalanx.cluster.runtime import runtime_hints
 from phalanx.cluster.workloads import GangInfo
 
 Key = tuple[str, str, int, bytes]
@@ -96,16 +97,7 @@ def quantile(ordered: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def hints(gang: GangInfo) -> list[tuple[str, float]]:
-    """The gang's own hints, then its members' (the longest per source), best source first."""
-    own = dict(gang.spec.runtime_hints) if gang.spec is not None else {}
-    found = dict(own)
-    for pod in gang.members:
-        for source, seconds in pod.spec.runtime_hints:
-            if source not in own:
-                found[source] = max(found.get(source, 0.0), seconds)
-    order = ("runtime-estimate", "activeDeadlineSeconds", "max-exec-time")
-    return [(source, found[source]) for source in order if source in found]
+hints = runtime_hints
 
 
 def key(gang: GangInfo) -> Key:

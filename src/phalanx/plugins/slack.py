@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 
 from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.runtime import runtime_hints
 from phalanx.framework.unit import Unit
-from phalanx.plugins.estimates import hints
 
 
 class LeastSlack:
@@ -28,6 +28,6 @@ class LeastSlack:
         spec = gang.spec
         if spec is None or spec.deadline is None:
             return (math.inf,)
-        found = hints(gang)
+        found = runtime_hints(gang)
         runtime = found[0][1] if found else 0.0
         return (spec.deadline.due(gang.created) - runtime,)
