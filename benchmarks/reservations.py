@@ -34,19 +34,29 @@ CASES = {
 RULES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "volcano": ("volcano", None),
     "fifo-reserve": ("fifo-reserve", None),
-    "easy": ("phalanx", ("reserve:aging=off", "allocate")),
-    "easy-aging-1h": ("phalanx", ("reserve:aging=1h", "allocate")),
-    "easy-16gpu-aging-1h": ("phalanx", ("reserve:min-gpus=16:aging=1h", "allocate")),
-    "aging-only-1h": ("phalanx", ("reserve:min-gpus=1e9:aging=1h", "allocate")),
-    "aging-only-4h": ("phalanx", ("reserve:min-gpus=1e9:aging=4h", "allocate")),
+    "easy": ("phalanx", ("reserve:min-gpus=0:aging=off", "allocate")),
+    "easy-16gpu": ("phalanx", ("reserve:min-gpus=16:aging=off", "allocate")),
+    "easy-33gpu": ("phalanx", ("reserve:min-gpus=33:aging=off", "allocate")),
+    "easy-16gpu-aged1-1h": ("phalanx", ("reserve:min-gpus=16:aging=1h:max-aged=1", "allocate")),
+    "easy-16gpu-aged1-4x": (
+        "phalanx",
+        ("reserve:min-gpus=16:aging=1h:aging-factor=4:max-aged=1", "allocate"),
+    ),
+    "easy-33gpu-aged1-4x": (
+        "phalanx",
+        ("reserve:min-gpus=33:aging=1h:aging-factor=4:max-aged=1", "allocate"),
+    ),
+    "aged1-1h": ("phalanx", ("reserve:min-gpus=1e9:aging=1h:max-aged=1", "allocate")),
+    "aged-all-1h": ("phalanx", ("reserve:min-gpus=1e9:aging=1h:max-aged=all", "allocate")),
     "conservative": ("phalanx", ("reserve:mode=conservative:aging=off", "allocate")),
     "phalanx": ("phalanx", None),
 }
+DEFAULT_RULES = ",".join(rule for rule in RULES if rule not in ("conservative", "aged-all-1h"))
 
 
 def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
     policy, actions = RULES[rule]
-    began = time.perf_counter()
+    began = time.process_time()
     options = SimOptions(policy=policy, actions=actions, estimates=estimates)
     doc = simulate(load_workload(CASES[case]), options).to_json()
     metrics = summarize(doc)
@@ -69,14 +79,14 @@ def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
         "eta_mean_h": h(doc["eta_error"]["mean"]),
         "eta_p90_h": h(doc["eta_error"]["p90"]),
         "eta_unknown": doc["eta_error"]["unknown"],
-        "seconds": round(time.perf_counter() - began, 1),
+        "cpu_seconds": round(time.process_time() - began, 1),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--rules", default=",".join(RULES))
+    parser.add_argument("--rules", default=DEFAULT_RULES)
     parser.add_argument("--estimates", default="perfect")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()

@@ -46,20 +46,18 @@ def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str
 
 
 def test_table_one_row_per_policy_human_units(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        ["compare", STARVATION, "--policies", "phalanx-reserve,kube-default", "--until", "2h"]
-    )
+    code = main(["compare", STARVATION, "--policies", "phalanx,kube-default", "--until", "2h"])
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"workload {STARVATION} · seed 0 · until 2h00m"
     assert lines[1].split()[:3] == ["POLICY", "DONE", "JCT"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
-    assert list(rows) == ["phalanx-reserve", "kube-default"]
+    assert list(rows) == ["phalanx", "kube-default"]
     # phalanx reserves for the starving 4-GPU job after 1 h: the stream behind it finishes
-    # after the horizon (18 done by 2 h, all 25 later); kube-default never runs it
-    assert rows["phalanx-reserve"][1] == "18" and rows["kube-default"][1] == "12"
-    assert "10m00s" in rows["phalanx-reserve"] and "$13.98" in rows["kube-default"]
-    assert any(cell.endswith("%") for cell in rows["phalanx-reserve"])
+    # after the horizon (21 done by 2 h); kube-default never runs it
+    assert rows["phalanx"][1] == "21" and rows["kube-default"][1] == "12"
+    assert "10m00s" in rows["phalanx"] and "$13.98" in rows["kube-default"]
+    assert any(cell.endswith("%") for cell in rows["phalanx"])
 
 
 def test_report_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

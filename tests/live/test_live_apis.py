@@ -216,14 +216,14 @@ async def test_explain_gives_the_expected_start_and_its_reason() -> None:
         server.put("v1", "nodes", node("node-a", gpus=1))
         server.put("v1", "pods", pod("busy", gpus=1, scheduler="other", node_name="node-a"))
         server.put("v1", "pods", pod("lone", gpus=1))
-        (report,) = await explain(client, now=1.0, policy="phalanx-reserve")
+        (report,) = await explain(client, now=1.0, policy="phalanx")
         assert not report.fits
         assert "expected start: unknown: no estimate" in report.message
         assert f"{NS}/busy (no estimate)" in report.message
         busy = pod("busy", gpus=1, scheduler="other", node_name="node-a")
         busy["metadata"]["annotations"] = {"phalanx.dev/runtime-estimate": "2h"}
         server.put("v1", "pods", busy)
-        (report,) = await explain(client, now=1.0, policy="phalanx-reserve")
+        (report,) = await explain(client, now=1.0, policy="phalanx")
         assert "expected start: estimated (not reserved): node-a free at" in report.message
         assert f"when {NS}/busy (estimate: runtime-estimate) ends" in report.message
 

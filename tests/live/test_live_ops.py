@@ -134,7 +134,7 @@ async def get(session: aiohttp.ClientSession, r: ServeRunner, path: str) -> tupl
 async def test_healthz_readyz_and_metrics_respond() -> None:
     async with connected() as (server, client):
         server.put("v1", "nodes", node("node-a"))
-        reserving = dataclasses.replace(FAST, policy="phalanx-reserve")  # expected starts
+        reserving = dataclasses.replace(FAST, policy="phalanx")  # expected starts
         leader = runner(server, "replica-a", reserving)
         standby = runner(server, "replica-b")
         async with (

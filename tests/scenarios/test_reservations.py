@@ -28,9 +28,18 @@ status: {{allocatable: {{cpu: "8", memory: 32Gi, nvidia.com/gpu: "1", pods: "110
     )
 
 
-def gang(name: str, gpus: int, *, at: float, runs: float, estimate: float | None) -> str:
+def gang(
+    name: str,
+    gpus: int,
+    *,
+    at: float,
+    runs: float,
+    estimate: float | None,
+    deadline: str | None = None,
+) -> str:
     """A PodGroup of ``gpus`` one-GPU pods submitted at ``at`` that runs ``runs`` seconds."""
     hint = "" if estimate is None else f", phalanx.dev/runtime-estimate: '{estimate:g}'"
+    hint += "" if deadline is None else f", phalanx.dev/deadline: '{deadline}'"
     text = f"""---
 apiVersion: scheduling.x-k8s.io/v1alpha1
 kind: PodGroup

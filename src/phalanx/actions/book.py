@@ -1,48 +1,59 @@
-"""The reservation book of one cycle: Slurm's backfill algorithm over gangs.
+"""The reservation book: Slurm's backfill algorithm over gangs, kept from cycle to cycle.
 
-``plan`` walks the waiting gangs in rank order on the timeline (running gangs end at their
-estimated ends). Each gang that may hold a reservation — in ``easy`` mode the first ``depth``
-of each queue that cannot start now (and are at least ``min_gpus`` GPUs) plus every gang past
-the aging threshold; in ``conservative`` mode every waiting gang — is *carved* into the
-timeline at the earliest time it fits, on the nodes it would use then. A gang that fits now
-and ranks before a reservation is carved too, as an *intent*, so the reservation behind it
-accounts for it.
+``plan`` walks the gangs :class:`~phalanx.actions.candidates.Waiters` offers, in rank order,
+on the timeline of running gangs (ending at their estimated ends). Each that may hold a
+reservation — in ``easy`` mode the first ``depth`` of each queue that cannot start now (and
+are at least ``min_gpus`` GPUs) plus the aged gangs (at most ``max_aged`` per queue); in
+``conservative`` mode every waiting gang — is *carved* into the ``view`` at the earliest time
+it fits, on the nodes it would use then. One of them that fits now is carved too, as an
+*intent*, so the reservations behind it account for it.
+
+**Cost follows change.** The carves are kept while their inputs hold. The plan is made again
+only when it must be: a start or an overrun that overdraws the view (``invalid``), an end that
+gives room back (``stale``: reservations may move earlier; re-planned when a gate decision or
+a due reservation needs it), a gang the plan would pick arriving or aging. A start that uses
+room no reservation needs (backfill) changes nothing.
 
 As the session's gate, the book admits a placement only if every carve ranked ahead of the
 unit can still be placed no later than its reserved start with the unit running until its
 estimated end (no estimate: forever) — the unit uses room no reservation needs, or ends in
-time; elastic growth of a gang already running ranks after every reservation. ``strict`` mode
+time; elastic growth of a gang already running ranks after every reservation; a preemptor whose
+victims were evicted for it (it holds their room) is admitted. ``strict`` mode
 (``fifo-reserve``) admits nothing ranked after a reservation. A gang whose reservation is due
-starts on the nodes it reserved (``nodes_for``). When a unit starts, the carves are placed
-again in rank order: reservations move.
+starts on the nodes it reserved (``nodes_for``).
 
 Known gap: a gang's unit places its members beyond ``minMember`` in the same statement as its
 minimum; a reservation ranked behind it assumed only the minimum, so it may move later.
 
-``finish`` gives every waiting gang its expected start (its carve's start, or the earliest
-time it fits after all carves) and the reason, and asks for a cycle at every reserved start so
-that an overrun moves the reservation even when nothing else happens.
+Expected starts are told by :mod:`phalanx.actions.expect` when the session closes.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from phalanx.actions.candidates import Candidate, Rank, clock, nodes_text
+from phalanx.actions.candidates import (
+    Candidate,
+    Rank,
+    Settings,
+    Waiters,
+    clock,
+    nodes_text,
+    rank_of,
+)
 from phalanx.actions.timeline import Plan, Slot, Timeline
 from phalanx.cluster.workloads import GangInfo
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Op, Statement
 from phalanx.framework.unit import Unit
 
+if TYPE_CHECKING:
+    from phalanx.actions.reserve import Reserve
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    mode: str = "easy"  # easy | conservative | strict
-    depth: int = 1  # reservations per queue (easy, strict)
-    aging: float | None = None  # seconds of waiting after which every gang is reserved
-    min_gpus: float = 0.0  # easy: head reservations only for gangs at least this big
+__all__ = ["Book", "Carve", "Settings", "plan_of"]
 
 
 @dataclass(eq=False, slots=True)
@@ -58,84 +69,132 @@ class Carve:
 
 
 class Book:
-    def __init__(
-        self,
-        session: Session,
-        base: Timeline,
-        settings: Settings,
-        enders: dict[float, list[str]],
-        held: frozenset[str] = frozenset(),
-    ) -> None:
-        self.session = session
-        self.held = held  # gangs that held a reservation at the end of the last cycle
-        self.now = session.now
-        self.base = base  # running gangs and this cycle's starts; no carves
-        self.view = base.copy()  # base and every carve
+    def __init__(self, reserve: Reserve, settings: Settings, waiters: Waiters) -> None:
+        self.reserve = reserve
         self.settings = settings
-        self.enders = enders
-        self.ends: dict[str, float] = {}  # running gang ident → its estimated end (preemption)
-        self.carves: list[Carve] = []
-        self.waiting: list[Candidate] = []
+        self.waiters = waiters
+        self.view: Timeline | None = None  # the running gangs' timeline and every carve
+        self.carved: dict[str, Carve] = {}  # gang ident → its carve
+        self.invalid = True  # the view is overdrawn or its picks changed: plan again
+        self.stale = False  # room came back: reservations may move earlier
+        self.planned = False  # planned in this cycle
+        self.session: Session | None = None
+        self.now = 0.0
         self.begun: set[str] = set()
+        self.unfit: set[str] = set()  # gangs allocate found no room for this cycle
         #: pod shapes refused this cycle → the shortest duration refused (a longer run of the
         #: same shape, placed alike, delays the same reservation at least as much)
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
 
+    @property
+    def carves(self) -> list[Carve]:
+        """Every carve (reservations and intents)."""
+        return list(self.carved.values())
+
+    @property
+    def waiting(self) -> Iterable[Candidate]:
+        """The waiting gangs it knows, each with its rank and estimated duration."""
+        return self.waiters.by_ident.values()
+
+    @property
+    def ends(self) -> Mapping[str, float]:
+        """Running gang ident → its estimated end (∞: no estimate)."""
+        return _Ends(self.reserve)
+
+    def protected(self, gang: GangInfo) -> bool:
+        """Did ``gang`` start on a reservation it held because it had aged (it then ranked
+        ahead of every gang not aged)? Preempting it for a gang it outranked would only
+        start the starvation again."""
+        run = self.reserve.running.get(gang.ident)
+        return run is not None and run.aged
+
+    @property
+    def base(self) -> Timeline:
+        assert self.reserve.base is not None
+        return self.reserve.base
+
+    def open(self, session: Session) -> None:
+        """A new cycle: carves ranked again in this session's order."""
+        self.session, self.now = session, session.now
+        self.begun, self.refused, self.planned, self.unfit = set(), {}, False, set()
+        if self.view is not None:
+            self.view.advance(self.now)
+        for carve in self.carved.values():
+            carve.who.rank = carve.who.rank_in(session)
+
+    # -- changes from outside ----------------------------------------------------------------
+    def took(self, start: float, end: float, plan: Plan) -> None:
+        """The running gangs' timeline took this room (a start or an overrun)."""
+        if self.view is not None and self.view.take(start, end, plan):
+            self.invalid = True
+
+    def gave(self, start: float, end: float, plan: Plan) -> None:
+        """The running gangs' timeline got this room back (an early end)."""
+        if self.view is not None and plan and end > start:
+            self.view.give_back(start, end, plan)
+            self.stale = True
+
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, candidates: list[Candidate]) -> None:
-        self.waiting = sorted(candidates, key=lambda c: c.rank)
+    def ensure(self, *, stale_ok: bool = False) -> None:
+        if self.view is None or self.invalid or (self.stale and not stale_ok):
+            self.plan()
+
+    def plan(self) -> None:
+        assert self.session is not None
+        session, now, settings = self.session, self.now, self.settings
+        before, self.carved = self.carved, {}
+        self.view = self.base.copy()
+        self.invalid = self.stale = False
+        self.planned = True
+        self.refused.clear()
         heads: dict[str, int] = {}
-        conservative = self.settings.mode == "conservative"
-        for who in self.waiting:
+        every = settings.mode == "conservative"
+        for who in self.waiters.picks(session):
             held = heads.get(who.queue, 0)
-            if not (conservative or who.aged or held < self.settings.depth):
+            if not (every or who.aged or held < settings.depth):
                 continue
             found = self.view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
             if found is None:
                 continue
             start, plan = found
-            if start <= self.now and who.gang.backoff_until > self.now:
-                continue  # in a timeout backoff: it will not start now, nor hold room
-            if start > self.now:
-                if not (conservative or who.aged or who.gpus >= self.settings.min_gpus):
-                    continue
+            if start <= now and (who.gang.backoff_until > now or who.gang.ident in self.unfit):
+                continue  # in a timeout backoff, or found no room now (filters, topology)
+            if start > now:
                 heads[who.queue] = held + 1
-            self._carve(Carve(who, start, plan, intent=start <= self.now))
+            self._carve(Carve(who, start, plan, intent=start <= now))
+        for ident, carve in before.items():
+            if ident not in self.carved and not carve.who.gone:
+                carve.who.told = None  # no longer reserved: tell its start again
 
     def _carve(self, carve: Carve) -> None:
-        self.carves.append(carve)
+        assert self.view is not None
+        self.carved[carve.who.gang.ident] = carve
         self.view.take(carve.start, carve.end, carve.plan)
 
-    def _replan(self) -> None:
-        """Place every carve again, in rank order, on the base timeline."""
-        carves, self.carves = sorted(self.carves, key=lambda c: c.who.rank), []
-        self.view = self.base.copy()
-        keeps = self.settings.mode == "conservative"
-        for carve in carves:
-            who = carve.who
-            found = self.view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
-            if found is None:
-                continue
-            if carve.intent and found[0] > self.now and not (keeps or carve.who.aged):
-                continue  # it no longer fits now, and it never held a reservation
-            self._carve(Carve(carve.who, *found, intent=carve.intent))
-
-    def own(self, gang: GangInfo) -> Carve | None:
-        return next((c for c in self.carves if c.who.gang is gang), None)
+    def _uncarve(self, carve: Carve) -> None:
+        assert self.view is not None
+        del self.carved[carve.who.gang.ident]
+        self.view.give_back(carve.start, carve.end, carve.plan)
 
     # -- the gate --------------------------------------------------------------------------
     def nodes_for(self, unit: Unit) -> dict[str, int]:
         """Pod key → node of the unit's reservation when it is due now: a gang that held a
         reservation starts on the nodes it kept for it (others are placed by the scores)."""
-        own = self.own(unit.gang)
-        if own is None or own.start > self.now or unit.gang.ident not in self.held:
+        own = self.carved.get(unit.gang.ident)
+        if own is None or own.intent or own.start > self.now:
             return {}
         return {pod.key: slot.node for pod, slot in zip(own.who.pods, own.plan, strict=True)}
 
     def admits(self, unit: Unit, stmt: Statement) -> str | None:
-        own = self.own(unit.gang)
+        if not self.carved and not self.invalid and not self.stale:
+            return None
+        assert self.session is not None
+        if unit.gang.ident in self.session.state.queues.holds:
+            return None  # its victims were evicted for it: the room is its own
+        self.ensure()
+        own = self.carved.get(unit.gang.ident)
         rank = own.who.rank if own is not None else self._rank(unit)
-        ahead = [c for c in self.carves if c is not own and c.who.rank < rank]
+        ahead = [c for c in self.carved.values() if c is not own and c.who.rank < rank]
         if not ahead:
             return None
         if self.settings.mode == "strict":
@@ -150,7 +209,7 @@ class Book:
         known = self.refused.get(shape)
         if known is not None and duration >= known[0]:
             return known[1]
-        refusal = self._trial(ahead, end, stmt)
+        refusal = self._trial(sorted(ahead, key=lambda c: c.who.rank), end, stmt)
         if refusal is not None and (known is None or duration < known[0]):
             self.refused[shape] = (duration, refusal)
         return refusal
@@ -164,6 +223,7 @@ class Book:
                 who.requests, who.masks, who.duration, until=carve.start, domains=who.domains
             )
             if found is None:
+                assert self.session is not None
                 return (
                     f"would delay the reservation of {who.gang.key} "
                     f"(start {clock(carve.start, self.now)} on "
@@ -173,107 +233,67 @@ class Book:
         return None
 
     def started(self, unit: Unit, stmt: Statement) -> None:
-        own = self.own(unit.gang)
-        end = self.now + self._duration(unit, own)
-        self.base.take(self.now, end, plan_of(stmt))
-        who = next((c for c in self.waiting if c.gang is unit.gang), None)
-        source = "no estimate" if who is None else _source(who)
-        self.enders.setdefault(end, []).append(f"{unit.gang.key} ({source})")
-        self.begun.add(unit.gang.ident)
+        gang = unit.gang
+        own = self.carved.get(gang.ident)
+        who = self.waiters.by_ident.get(gang.ident)
+        duration = self._duration(unit, own)
         if own is not None:
-            self.carves.remove(own)
+            self._uncarve(own)
+        self.begun.add(gang.ident)
+        self.waiters.drop(gang.ident)
         self.refused.clear()
-        self._replan()
+        ops = [op for op in stmt.operations if op.op is Op.ALLOCATE]
+        plan = tuple(Slot(op.node, op.pod.request, op.gpus) for op in ops)
+        source = "no estimate" if who is None or who.estimate is None else None
+        source = source or f"estimate: {who.estimate.source}"  # type: ignore[union-attr]
+        aged = own is not None and own.who.aged and not own.intent
+        self.reserve.started(gang, [op.pod for op in ops], plan, self.now + duration, source)
+        self.reserve.running[gang.ident].aged |= aged
 
     def failed(self, unit: Unit) -> None:
-        own = self.own(unit.gang)
+        self.unfit.add(unit.gang.ident)
+        own = self.carved.get(unit.gang.ident)
         if own is not None and own.start <= self.now:
-            self.carves.remove(own)  # it did not fit after all: no intent to hold
-            self._replan()
+            self._uncarve(own)  # it did not fit after all: no intent to hold
+            self.stale = True
 
     def _rank(self, unit: Unit) -> Rank:
         """A waiting gang's rank; elastic growth of a ready gang ranks after every reservation
         (it is optional: it never takes what a reservation needs)."""
-        found = next((c for c in self.waiting if c.gang is unit.gang), None)
-        if found is not None:
-            return found.rank
-        return (2.0 if unit.gang.ready() else 1.0, *self.session.order_key(unit))
+        assert self.session is not None
+        if unit.gang.ready():
+            return rank_of(self.session, unit, False, growth=True)
+        who = self.waiters.by_ident.get(unit.gang.ident)
+        return rank_of(self.session, unit, who is not None and who.aged)
 
     def _duration(self, unit: Unit, own: Carve | None) -> float:
         if own is not None:
             return own.who.duration
-        found = next((c for c in self.waiting if c.gang is unit.gang), None)
-        return found.duration if found is not None else math.inf
+        who = self.waiters.by_ident.get(unit.gang.ident)
+        if who is not None:
+            return who.duration
+        run = self.reserve.running.get(unit.gang.ident)
+        if run is not None:  # elastic growth: until the gang's estimated end
+            return max(run.end - self.now, 0.0)
+        estimate = self.reserve.estimates.estimate(unit.gang)
+        return math.inf if estimate is None else estimate.seconds
 
-    def reserved(self) -> frozenset[str]:
-        return frozenset(c.who.gang.ident for c in self.carves if not c.intent)
-
-    # -- expected starts -------------------------------------------------------------------
-    def finish(self) -> None:
-        result = self.session.result
-        cache: dict[tuple[bytes, float], tuple[float, Plan] | None] = {}
-        for who in self.waiting:
-            gang = who.gang
-            if gang.ident in self.begun:
-                continue
-            carve = self.own(gang)
-            if carve is not None:
-                expected: float | None = carve.start
-                why = self._why(carve.start, carve.plan, reserved=True)
-            else:
-                key = (who.shape, who.duration)
-                if key not in cache:
-                    cache[key] = self.view.earliest(
-                        who.requests, who.masks, who.duration, domains=who.domains
-                    )
-                found = cache[key]
-                expected = None if found is None else found[0]
-                why = self._unknown() if found is None else self._why(*found, reserved=False)
-            why += self._deadline(who, expected)
-            gang.expected_start, gang.expected_reason = expected, why
-            result.expected[gang.ident] = (expected, why)
-            condition = result.waiting.get(gang.ident)
-            if condition is not None and condition.type == "Unschedulable":
-                condition.message += f"; expected start: {why}"
-        result.recheck_at.extend(c.start for c in self.carves if c.start > self.now)
-        aging = self.settings.aging
-        if aging is not None:
-            ages = [c.gang.created + aging for c in self.waiting if not c.aged]
-            if ages:
-                result.recheck_at.append(min(ages))
-
-    def _why(self, start: float, plan: Plan, *, reserved: bool) -> str:
-        where = nodes_text(self.session.table, [slot.node for slot in plan])
-        if start <= self.now:
-            return f"fits now on {where}" if reserved else f"room now on {where}"
-        ends = self.enders.get(start, []) + [
-            f"{c.who.gang.key} (reserved, {_source(c.who)})" for c in self.carves if c.end == start
-        ]
-        cause = f" when {', '.join(ends[:2])} ends" if ends else ""
-        kind = "reserved" if reserved else "estimated (not reserved)"
-        return f"{kind}: {where} free at {clock(start, self.now)}{cause}"
-
-    def _unknown(self) -> str:
-        blind = self.enders.get(math.inf, [])
-        detail = f" (e.g. {', '.join(blind[:2])})" if blind else ""
-        return f"unknown: no estimate for what holds the room it needs{detail}"
-
-    def _deadline(self, who: Candidate, expected: float | None) -> str:
-        spec = who.gang.spec
-        if spec is None or spec.deadline is None:
-            return ""
-        due = spec.deadline.due(who.gang.created)
-        if expected is None or math.isinf(who.duration):
-            return f"; deadline {clock(due, self.now)}: finish unknown"
-        finish = expected + who.duration
-        slack = due - finish
-        if slack < 0:
-            return f"; will miss its deadline {clock(due, self.now)} by {-slack:.0f}s"
-        return f"; expected finish {clock(finish, self.now)}, slack {slack:.0f}s"
+    def reserved(self) -> list[Carve]:
+        return [c for c in self.carved.values() if not c.intent and c.start > self.now]
 
 
-def _source(who: Candidate) -> str:
-    return "no estimate" if who.estimate is None else f"estimate: {who.estimate.source}"
+class _Ends(Mapping[str, float]):
+    def __init__(self, reserve: Reserve) -> None:
+        self._running = reserve.running
+
+    def __getitem__(self, ident: str) -> float:
+        return self._running[ident].end
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._running)
+
+    def __len__(self) -> int:
+        return len(self._running)
 
 
 def plan_of(stmt: Statement) -> Plan:

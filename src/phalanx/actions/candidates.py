@@ -1,16 +1,25 @@
-"""Waiting gangs as a reservation sees them: the pods still needed, where they may go, their
-estimate, their rank, and how to say when and why they start.
+"""Waiting gangs as a reservation sees them, kept from cycle to cycle.
 
 A gang needs ``min_member`` placed members, role minimums first; a ready gang with extra
-pending members (elastic growth) is not waiting. The rank orders reservations: gangs that have
-waited past the aging threshold first (oldest first), then the session's own order (priority,
-then FIFO). A placement may delay only the reservations that rank after it.
+pending members (elastic growth) is not waiting. A :class:`Candidate` holds what it needs
+(pods, where they may go), its estimate and, while it is planned, its rank: gangs past their
+aging threshold first, then the others, each in the session's own order (queues' fair shares,
+priority, then FIFO).
+
+:class:`Waiters` keeps the candidates incrementally (cost follows change): new gangs are found
+at the end of the state's gang table (new gangs are appended there), a gang short of members
+is looked at again when its members change, and a gang leaves when it starts or is found gone.
+For planning it offers, per queue, the aged gangs (oldest first, at most ``max_aged``) and the
+gangs of at least ``min_gpus`` GPUs (priority, then FIFO): the only gangs EASY reserves for.
+A gang ages when it has waited ``max(aging, aging_factor × its estimate)``.
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from phalanx.api.durations import format_duration
@@ -20,46 +29,23 @@ from phalanx.cluster.resources import Vector
 from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.framework.session import Session
 from phalanx.framework.unit import Unit
-from phalanx.plugins.estimates import Estimate
+from phalanx.plugins.estimates import Estimate, Estimates
 
 Rank = tuple[float, ...]
 #: Clock values above this are wall-clock seconds (live); below, simulated seconds.
 WALL_CLOCK = 1e9
+#: Gangs of a queue offered for head reservations beyond ``depth`` (some may fit now).
+SPARE = 4
 
 
-@dataclass(eq=False, slots=True)
-class Candidate:
-    gang: GangInfo
-    requests: list[Vector]
-    masks: list[Mask]
-    estimate: Estimate | None
-    rank: Rank
-    aged: bool
-    gpus: float  # GPUs the needed pods request, for the size threshold
-    shape: bytes = field(default=b"")
-    pods: list[PodInfo] = field(default_factory=list)  # the needed pods, as ``requests``
-    #: where the reservation must lie, best first (topology: each holds all the pods; None:
-    #: anywhere); empty: anywhere
-    domains: list[Mask | None] = field(default_factory=list)
-
-    @property
-    def duration(self) -> float:
-        return math.inf if self.estimate is None else self.estimate.seconds
-
-    @property
-    def queue(self) -> str:
-        return self.gang.spec.queue if self.gang.spec is not None else ""
-
-
-def needed(gang: GangInfo, pending: list[PodInfo]) -> list[PodInfo]:
-    """The pending pods that would make ``gang`` ready: role shortfalls first, then any."""
-    missing = max(gang.min_member - gang.placed, 1 if gang.implicit else 0)
-    chosen: list[PodInfo] = []
-    for role, need in gang.role_minimums.items():
-        short = need - gang.placed_by_role[role]
-        chosen += [pod for pod in pending if pod.spec.role == role][: max(short, 0)]
-    rest = [pod for pod in pending if pod not in chosen]
-    return chosen + rest[: max(missing - len(chosen), 0)]
+@dataclass(frozen=True, slots=True)
+class Settings:
+    mode: str = "easy"  # easy | conservative | strict
+    depth: int = 1  # reservations per queue (easy, strict)
+    aging: float | None = None  # seconds of waiting after which every gang is reserved
+    min_gpus: float = 0.0  # easy: head reservations only for gangs at least this big
+    aging_factor: float = 0.0  # a gang ages after max(aging, aging_factor × its estimate)
+    max_aged: int | None = None  # aged gangs reserved per queue (None: all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +60,231 @@ class Needs:
     shape: bytes
     pending: list[PodInfo]
     pods: list[PodInfo]
+    #: where the reservation must lie, best first (topology: each holds all the pods; None:
+    #: anywhere); empty: anywhere
     domains: list[Mask | None]
+
+
+@dataclass(eq=False, slots=True)
+class Candidate:
+    gang: GangInfo
+    needs: Needs
+    estimate: Estimate | None
+    seq: int  # arrival order among candidates
+    ages_at: float  # when it ages (∞: never)
+    aged: bool = False
+    gone: bool = False
+    rank: Rank = ()
+    told: tuple[float | None, str] | None = None  # the expected start last given, and why
+    late: bool = False  # told it will miss its deadline
+
+    @property
+    def duration(self) -> float:
+        return math.inf if self.estimate is None else self.estimate.seconds
+
+    @property
+    def queue(self) -> str:
+        return self.gang.spec.queue if self.gang.spec is not None else ""
+
+    @property
+    def requests(self) -> list[Vector]:
+        return self.needs.requests
+
+    @property
+    def masks(self) -> list[Mask]:
+        return self.needs.masks
+
+    @property
+    def pods(self) -> list[PodInfo]:
+        return self.needs.pods
+
+    @property
+    def gpus(self) -> float:
+        return self.needs.gpus
+
+    @property
+    def shape(self) -> bytes:
+        return self.needs.shape
+
+    @property
+    def domains(self) -> list[Mask | None]:
+        return self.needs.domains
+
+    def static_key(self) -> tuple[float, ...]:
+        return (-self.gang.priority, self.gang.created, self.seq)
+
+    def rank_in(self, session: Session) -> Rank:
+        return rank_of(session, Unit.of_gang(self.gang, self.needs.pending), self.aged)
+
+
+class Waiters:
+    def __init__(self, settings: Settings, estimates: Estimates) -> None:
+        self.settings = settings
+        self.estimates = estimates
+        self.by_ident: dict[str, Candidate] = {}
+        self.new: list[Candidate] = []  # arrived since the last cycle closed
+        self._seen: dict[str, GangInfo] = {}
+        #: gangs held back or short of members → (generation, waiting) when last looked at
+        self._short: dict[str, tuple[GangInfo, tuple[int, bool]]] = {}
+        self._big: dict[str, list[tuple[tuple[float, ...], Candidate]]] = {}
+        self._aged: dict[str, list[tuple[tuple[float, ...], Candidate]]] = {}
+        self._aging: list[tuple[float, int, str]] = []
+        self._seq = 0
+
+    # -- keeping up ------------------------------------------------------------------------
+    def sync(self, session: Session) -> bool:
+        """Take in arrivals, members that came, and gangs that aged; True if the plan of
+        reservations may change (a gang it would pick arrived or aged)."""
+        gangs = session.state.gangs
+        moved = False
+        for ident in reversed(gangs):
+            gang = gangs[ident]
+            if self._seen.get(ident) is gang:
+                break
+            self._seen[ident] = gang
+            moved |= self.consider(session, gang)
+        for ident, (gang, generation) in list(self._short.items()):
+            if gangs.get(ident) is not gang or gang.ready():
+                del self._short[ident]
+            elif (gang.generation, waiting(gang)) != generation:
+                del self._short[ident]
+                moved |= self.consider(session, gang)
+        while self._aging and self._aging[0][0] <= session.now:
+            _, _, ident = heapq.heappop(self._aging)
+            who = self.by_ident.get(ident)
+            if who is not None and not who.gone:
+                who.aged = True
+                listed = self._aged.setdefault(who.queue, [])
+                bisect.insort(listed, ((who.gang.created, who.seq), who), key=_first)
+                cap = self.settings.max_aged
+                moved |= cap is None or len(listed) <= cap or listed[cap - 1][1] is not who
+        return moved
+
+    def consider(self, session: Session, gang: GangInfo, since: float | None = None) -> bool:
+        """``gang`` is new, or was not a candidate and changed: a candidate if it waits
+        (since its creation, or ``since``)."""
+        if gang.ident in self.by_ident or gang.ready():
+            return False
+        needs = needs_of(session, gang) if waiting(gang) else None
+        if needs is None:  # held back or short of members: looked at again when that changes
+            self._short[gang.ident] = (gang, (gang.generation, waiting(gang)))
+            return False
+        estimate = self.estimates.estimate(gang)
+        settings = self.settings
+        ages_at = math.inf
+        if settings.aging is not None:
+            relative = 0.0 if estimate is None else settings.aging_factor * estimate.seconds
+            ages_at = (gang.created if since is None else since) + max(settings.aging, relative)
+        self._seq += 1
+        who = Candidate(gang, needs, estimate, self._seq, ages_at)
+        who.rank = who.rank_in(session)  # kept up to date while it is planned
+        self.by_ident[gang.ident] = who
+        self.new.append(who)
+        if not math.isinf(ages_at):
+            heapq.heappush(self._aging, (ages_at, who.seq, gang.ident))
+        if settings.mode == "conservative" or who.gpus >= settings.min_gpus:
+            listed = self._big.setdefault(who.queue, [])
+            bisect.insort(listed, (who.static_key(), who), key=_first)
+            return True
+        return False
+
+    def drop(self, ident: str) -> None:
+        """``ident`` started or went away."""
+        who = self.by_ident.pop(ident, None)
+        if who is not None:
+            who.gone = True
+
+    def again(self, session: Session, gang: GangInfo) -> None:
+        """A gang that ran waits again (its members were evicted and re-created): it ages
+        from now, not from its creation."""
+        self.drop(gang.ident)
+        self.consider(session, gang, since=session.now)
+
+    # -- what a plan looks at -------------------------------------------------------------
+    def picks(self, session: Session) -> list[Candidate]:
+        """The gangs a plan may reserve for, in rank order."""
+        settings = self.settings
+        chosen: dict[int, Candidate] = {}
+        every = settings.mode == "conservative"
+        for lists, limit in (
+            (self._aged, settings.max_aged),
+            (self._big, None if every else settings.depth + SPARE),
+        ):
+            for listed in lists.values():
+                taken = 0
+                for who in self._eligible(session, listed):
+                    if limit is not None and taken >= limit:
+                        break
+                    if who.seq not in chosen:
+                        chosen[who.seq] = who
+                        taken += 1
+        for who in chosen.values():
+            who.rank = who.rank_in(session)
+        return sorted(chosen.values(), key=lambda c: c.rank)
+
+    def _eligible(
+        self, session: Session, listed: list[tuple[tuple[float, ...], Candidate]]
+    ) -> list[Candidate]:
+        """The listed candidates still waiting (dropping the gone), needs brought up to date."""
+        out = []
+        gone = 0
+        for _, who in listed:
+            if who.gone or session.state.gangs.get(who.gang.ident) is not who.gang:
+                who.gone = True
+                gone += 1
+                continue
+            if self.fresh(session, who):
+                who.estimate = self.estimates.estimate(who.gang)  # learned ones move
+                out.append(who)
+        if gone:
+            listed[:] = [entry for entry in listed if not entry[1].gone]
+        return out
+
+    def fresh(self, session: Session, who: Candidate) -> bool:
+        """Is ``who`` still waiting? Its needs brought up to date (members or nodes changed)."""
+        if not waiting(who.gang):
+            return False
+        if who.needs.version != version(session, who.gang):
+            needs = needs_of(session, who.gang)
+            if needs is None:
+                return False
+            who.needs = needs
+        return True
+
+    def next_aging(self) -> float | None:
+        return self._aging[0][0] if self._aging else None
+
+
+def rank_of(session: Session, unit: Unit, aged: bool, *, growth: bool = False) -> Rank:
+    """A unit's rank among reservations: the session's order, where a gang past its aging
+    threshold goes before the others of its queue (after the queues' fair-share order, before
+    priority); elastic growth of a ready gang goes after every waiting gang of its queue."""
+    table = session.table
+    parts = [plugin.order_key(unit, table) for plugin in session.orders]
+    head: tuple[float, ...] = ()
+    if session.orders and getattr(session.orders[0], "name", "") in QUEUE_ORDERS:
+        head = parts.pop(0)
+    tier = 2.0 if growth else 0.0 if aged else 1.0
+    return (*head, tier, *(x for part in parts for x in part), unit.seq)
+
+
+#: Ordering plugins that order queues (fair share) before anything else.
+QUEUE_ORDERS = ("queues", "quota")
+
+
+def _first(entry: tuple[tuple[float, ...], Candidate]) -> tuple[float, ...]:
+    return entry[0]
+
+
+def needed(gang: GangInfo, pending: list[PodInfo]) -> list[PodInfo]:
+    """The pending pods that would make ``gang`` ready: role shortfalls first, then any."""
+    missing = max(gang.min_member - gang.placed, 1 if gang.implicit else 0)
+    chosen: list[PodInfo] = []
+    for role, need in gang.role_minimums.items():
+        short = need - gang.placed_by_role[role]
+        chosen += [pod for pod in pending if pod.spec.role == role][: max(short, 0)]
+    rest = [pod for pod in pending if pod not in chosen]
+    return chosen + rest[: max(missing - len(chosen), 0)]
 
 
 def needs_of(session: Session, gang: GangInfo) -> Needs | None:
@@ -102,32 +312,6 @@ def needs_of(session: Session, gang: GangInfo) -> Needs | None:
 def version(session: Session, gang: GangInfo) -> tuple[int, ...]:
     table = session.table
     return (len(gang.members), gang.placed, *table.allocatable.shape, id(table.facts))
-
-
-def candidate(
-    session: Session,
-    gang: GangInfo,
-    needs: Needs,
-    estimate: Estimate | None,
-    aging: float | None,
-) -> Candidate:
-    """``gang`` as a candidate for a reservation this cycle."""
-    aged = aging is not None and session.now - gang.created >= aging
-    rank = ((0.0, gang.created) if aged else (1.0,)) + session.order_key(
-        Unit.of_gang(gang, needs.pending)
-    )
-    return Candidate(
-        gang,
-        needs.requests,
-        needs.masks,
-        estimate,
-        rank,
-        aged,
-        needs.gpus,
-        needs.shape,
-        needs.pods,
-        needs.domains,
-    )
 
 
 def waiting(gang: GangInfo) -> bool:

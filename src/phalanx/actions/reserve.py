@@ -1,45 +1,41 @@
 """Reserve: reservations and backfill (Slurm's EASY and conservative modes) for gangs.
 
-Listed before ``allocate``. Each cycle it
+Listed before ``allocate``. The action lives as long as its scheduler and keeps, from cycle to
+cycle, the running gangs (start, estimated end, the room they hold), the timeline of that room
+over time (:mod:`phalanx.actions.timeline`), the waiting gangs it may reserve for
+(:mod:`phalanx.actions.candidates`) and the reservations (:mod:`phalanx.actions.book`). Each
+cycle it brings them up to date with what changed, in time proportional to the change:
 
-1. follows the gangs it knows to be running (bound by an earlier cycle; on a new cluster state,
-   every gang holding resources): one that holds nothing any more has finished, and if any
-   member succeeded its observed runtime teaches the estimator (:mod:`phalanx.plugins.
-   estimates`);
-2. builds the timeline: the session's free resources, plus each running gang's resources back
-   at its estimated end (start + estimate). A gang past its estimate (an overrun) is expected
-   to end ``OVERRUN_GRACE`` of its time so far later (at least a minute), so reservations
-   behind it move later at each re-check; a gang with no estimate, and pods this scheduler does not
-   track, never give their room back on the timeline;
-3. plans the reservations of the waiting gangs (all of them, parked or not: it does not rely on
-   every waiting gang being retried) and sets the session's gate, which ``allocate`` asks before
-   every commit (see :mod:`phalanx.actions.book`).
+1. a release (the state's ``freed`` count moved): the running gangs whose members changed give
+   back what their pods held from now to their estimated end; a gang holding nothing has
+   ended, and if any member succeeded its observed runtime teaches the estimator
+   (:mod:`phalanx.plugins.estimates`);
+2. an overrun (a running gang past its estimated end): it is expected to end
+   ``OVERRUN_GRACE`` of its time so far later (at least a minute), so reservations behind it
+   move later at each re-check, which thin out geometrically;
+3. the timeline's first row is checked against the cluster's free resources: anything else
+   that changed them (pods of other schedulers, nodes, preemption) rebuilds it from the pods;
+4. new, changed and aged waiting gangs are taken in, and the book is the session's gate, which
+   ``allocate`` asks before every commit.
 
-When the session closes, every waiting gang gets an expected start and a reason; a wake-up is
-asked at each reserved start and when the next gang reaches the aging threshold.
-
-The scheduler never sees a gang's true duration: only estimates.
+When the session closes, expected starts are told (:mod:`phalanx.actions.expect`). A gang with
+no estimate, and pods this scheduler does not track, never give their room back on the
+timeline. The scheduler never sees a gang's true duration: only estimates.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from phalanx.actions.book import Book, Settings
-from phalanx.actions.candidates import (
-    Candidate,
-    Needs,
-    candidate,
-    needs_of,
-    version,
-    waiting,
-)
-from phalanx.actions.timeline import Slot, Timeline
-from phalanx.cluster.state import ClusterState
-from phalanx.cluster.workloads import HOLDING, GangInfo, PodStatus
+from phalanx.actions.book import Book
+from phalanx.actions.candidates import Settings, Waiters
+from phalanx.actions.expect import Teller
+from phalanx.actions.timeline import Plan, Slot, Timeline
+from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 from phalanx.framework.session import Session
-from phalanx.plugins.estimates import Estimate, Estimates
+from phalanx.plugins.estimates import Estimates, Key
 
 #: An overrun gang is expected to end this share of its time run so far later (at least a
 #: minute): the re-checks of a long overrun thin out geometrically.
@@ -47,10 +43,20 @@ OVERRUN_GRACE = 0.5
 MIN_GRACE = 60.0
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class Running:
     gang: GangInfo
     start: float
+    end: float  # estimated (∞: no estimate)
+    source: str  # where the estimate comes from, for reasons
+    pods: list[PodInfo] = field(default_factory=list)
+    plan: list[Slot] = field(default_factory=list)  # where each of ``pods`` holds room
+    generation: int = -1  # the gang's generation when its pods were last looked at
+    aged: bool = False  # started on a reservation it held for having aged
+
+    @property
+    def label(self) -> str:
+        return f"{self.gang.key} ({self.source})"
 
 
 class Reserve:
@@ -62,83 +68,170 @@ class Reserve:
         self.settings = settings or Settings()
         self.estimates = estimates or Estimates()
         self.running: dict[str, Running] = {}
-        self._state: ClusterState | None = None
-        self._bound: list[tuple[GangInfo, float]] = []
-        self._needs: dict[str, Needs] = {}  # waiting gang ident → what it needs
-        self._held: frozenset[str] = frozenset()  # gangs holding a reservation
+        self.base: Timeline | None = None  # the running gangs' room over time
+        self.enders: dict[float, list[str]] = {}  # estimated end → who ends then
+        self.waiters = Waiters(self.settings, self.estimates)
+        self.book = Book(self, self.settings, self.waiters)
+        self.teller = Teller(self)
+        self._ends: list[tuple[float, str]] = []  # (estimated end, gang ident), a heap
+        self._state: object | None = None
+        self._freed = -1
 
     def execute(self, session: Session) -> None:
-        self._track(session.state, session.now)
-        timeline, enders = self._timeline(session)
-        book = Book(session, timeline, self.settings, enders, self._held)
-        book.ends = {i: self.end_of(run, session.now)[0] for i, run in self.running.items()}
-        book.plan(self._candidates(session))
-        session.gate = book
-        session.closing.append(book.finish)
-        session.closing.append(lambda: self._close(session, book))
+        self._sync(session)
+        self.book.open(session)
+        if self.waiters.sync(session):
+            self.book.invalid = True
+        session.gate = self.book
+        session.closing.append(lambda: self.teller.tell(session))
 
-    # -- running gangs ---------------------------------------------------------------------
-    def _track(self, state: ClusterState, now: float) -> None:
-        if state is not self._state:  # a new state (a live rebuild): keep known starts
-            known = {ident: run.start for ident, run in self.running.items()}
-            self._state, self.running = state, {}
-            for pod in state.pods.values():
-                if pod.status in HOLDING and pod.node >= 0:
-                    start = known.get(pod.gang.ident, pod.bound_at)
-                    start = now if start is None else start
-                    self.running.setdefault(pod.gang.ident, Running(pod.gang, start))
-        for gang, at in self._bound:
-            self.running.setdefault(gang.ident, Running(gang, at))
-        self._bound = []
+    # -- keeping up with the running gangs -------------------------------------------------
+    def _sync(self, session: Session) -> None:
+        state, now = session.state, session.now
+        if state is not self._state or self.base is None:
+            self._state, self._freed = state, state.freed
+            self._adopt(session)
+            return
+        if state.freed != self._freed:
+            self._freed = state.freed
+            self._relearn(session, self._released(session))
+        self._overruns(now)
+        self.base.advance(now)
+        if len(self.base.times) > 2 * len(self.running) + 16:
+            self.base.compact()
+        if not self.base.matches(session.table):
+            self._adopt(session)
+
+    def _released(self, session: Session) -> set[Key]:
+        """Give back the room of pods that stopped holding it; the shapes whose learned
+        estimate changed."""
+        now, relearn = session.now, set()
         for ident, run in list(self.running.items()):
-            if run.gang.holding():
+            if run.gang.generation == run.generation:
+                continue
+            run.generation = run.gang.generation
+            kept = {i for i, pod in enumerate(run.pods) if _holds(pod, run.plan[i])}
+            if len(kept) == len(run.pods):
+                continue
+            gone = tuple(slot for i, slot in enumerate(run.plan) if i not in kept)
+            self._give(now, run.end, gone)
+            run.pods = [pod for i, pod in enumerate(run.pods) if i in kept]
+            run.plan = [slot for i, slot in enumerate(run.plan) if i in kept]
+            if run.pods:
                 continue
             del self.running[ident]
+            self._unlist(run)
             if any(pod.status is PodStatus.SUCCEEDED for pod in run.gang.members):
-                self.estimates.observe(run.gang, now - run.start)
+                key = self.estimates.key_of(run.gang)
+                if self.estimates.observe(run.gang, now - run.start):
+                    relearn.add(key)
+            if run.gang.waiting_members and not run.gang.ready():
+                self.waiters.again(session, run.gang)  # evicted whole, re-created pending
+        return relearn
 
-    def _close(self, session: Session, book: Book) -> None:
-        self._bound = [(pod.gang, session.now) for pod, _ in session.result.binds]
-        self._held = book.reserved()
+    def _overruns(self, now: float) -> None:
+        while self._ends and self._ends[0][0] <= now:
+            end, ident = heapq.heappop(self._ends)
+            run = self.running.get(ident)
+            if run is None or run.end != end:
+                continue
+            self._unlist(run)
+            run.end = now + max(MIN_GRACE, OVERRUN_GRACE * (now - run.start))
+            self._take(end, run.end, tuple(run.plan))
+            self._list(run)
 
-    def end_of(self, run: Running, now: float) -> tuple[float, Estimate | None]:
-        """A running gang's estimated end (∞ without an estimate) and the estimate."""
-        estimate = self.estimates.estimate(run.gang)
-        if estimate is None:
-            return math.inf, None
-        end = run.start + estimate.seconds
-        if end <= now:  # overran its estimate
-            end = now + max(MIN_GRACE, OVERRUN_GRACE * (now - run.start))
-        return end, estimate
+    def _adopt(self, session: Session) -> None:
+        """Rebuild the running gangs and the timeline from the state's pods."""
+        now, known = session.now, {i: run.start for i, run in self.running.items()}
+        self.running, self.enders, self._ends = {}, {}, []
+        for pod in session.state.pods.values():
+            if pod.status not in HOLDING or pod.node < 0:
+                continue
+            run = self.running.get(pod.gang.ident)
+            if run is None:
+                start = known.get(pod.gang.ident, pod.bound_at)
+                start = now if start is None else start
+                end, source = self.end_of(pod.gang, start, now)
+                run = self.running[pod.gang.ident] = Running(pod.gang, start, end, source)
+                run.generation = pod.gang.generation
+                self._list(run)
+            run.pods.append(pod)
+            run.plan.append(Slot(pod.node, pod.request, pod.gpus))
+        self._rebuild(session)
 
-    def _timeline(self, session: Session) -> tuple[Timeline, dict[float, list[str]]]:
-        enders: dict[float, list[str]] = {}
-        releases: list[tuple[float, Slot]] = []
+    def _relearn(self, session: Session, keys: set[Key]) -> None:
+        """Learned estimates of these shapes changed: running gangs that had no estimate
+        get an end (an estimate a gang started with stays its estimate, as a time limit
+        does; only an overrun moves it)."""
+        if not keys:
+            return
         for run in self.running.values():
-            end, estimate = self.end_of(run, session.now)
-            source = "no estimate" if estimate is None else f"estimate: {estimate.source}"
-            enders.setdefault(end, []).append(f"{run.gang.key} ({source})")
-            releases += [
-                (end, Slot(pod.node, pod.request, pod.gpus))
-                for pod in run.gang.members
-                if pod.status in HOLDING and pod.node >= 0
-            ]
-        return Timeline.of(session.table, session.now, releases), enders
+            if not math.isinf(run.end) or self.estimates.key_of(run.gang) not in keys:
+                continue
+            end, source = self.end_of(run.gang, run.start, session.now)
+            if math.isinf(end):
+                continue
+            self._unlist(run)
+            self._give(end, run.end, tuple(run.plan))
+            run.end, run.source = end, source
+            self._list(run)
 
-    # -- waiting gangs ---------------------------------------------------------------------
-    def _candidates(self, session: Session) -> list[Candidate]:
-        state = session.state
-        out = []
-        cache, self._needs = self._needs, {}
-        for gang in (*state.waiting.values(), *state.blocked.values()):
-            if not waiting(gang):
-                continue
-            needs = cache.get(gang.ident)
-            if needs is None or needs.version != version(session, gang):
-                needs = needs_of(session, gang)
-            if needs is None:
-                continue
-            self._needs[gang.ident] = needs
-            estimate = self.estimates.estimate(gang)
-            out.append(candidate(session, gang, needs, estimate, self.settings.aging))
-        return out
+    def _rebuild(self, session: Session) -> None:
+        releases = [(run.end, slot) for run in self.running.values() for slot in run.plan]
+        self.base = Timeline.of(session.table, session.now, releases)
+        self.book.view = None
+        self.book.invalid = True
+
+    def end_of(self, gang: GangInfo, start: float, now: float) -> tuple[float, str]:
+        """A running gang's estimated end (∞ without an estimate) and where it comes from."""
+        estimate = self.estimates.estimate(gang)
+        if estimate is None:
+            return math.inf, "no estimate"
+        end = start + estimate.seconds
+        if end <= now:  # overran its estimate
+            end = now + max(MIN_GRACE, OVERRUN_GRACE * (now - start))
+        return end, f"estimate: {estimate.source}"
+
+    # -- starts (from the book) ------------------------------------------------------------
+    def started(
+        self, gang: GangInfo, pods: list[PodInfo], plan: Plan, end: float, source: str
+    ) -> None:
+        """``gang``'s ``pods`` were committed now as ``plan`` places them (its start, or
+        elastic growth until its estimated end)."""
+        now = self.book.now
+        run = self.running.get(gang.ident)
+        if run is None:
+            run = self.running[gang.ident] = Running(gang, now, end, source)
+            self._list(run)
+        run.generation = -1  # looked at again at the next release
+        run.pods += pods
+        run.plan += plan
+        self._take(now, run.end, plan)
+
+    # -- the timeline and its listeners ----------------------------------------------------
+    def _take(self, start: float, end: float, plan: Plan) -> None:
+        assert self.base is not None
+        self.base.take(start, end, plan)
+        self.book.took(start, end, plan)
+
+    def _give(self, start: float, end: float, plan: Plan) -> None:
+        assert self.base is not None
+        if plan and end > start:
+            self.base.give_back(start, end, plan)
+            self.book.gave(start, end, plan)
+
+    def _list(self, run: Running) -> None:
+        self.enders.setdefault(run.end, []).append(run.label)
+        if not math.isinf(run.end):
+            heapq.heappush(self._ends, (run.end, run.gang.ident))
+
+    def _unlist(self, run: Running) -> None:
+        labels = self.enders.get(run.end, [])
+        if run.label in labels:
+            labels.remove(run.label)
+            if not labels:
+                del self.enders[run.end]
+
+
+def _holds(pod: PodInfo, slot: Slot) -> bool:
+    return pod.status in HOLDING and pod.node == slot.node

@@ -6,13 +6,21 @@ breakpoint. Running gangs *release* their pods' resources at their estimated end
 the estimate is unknown); reservations and starts *take* resources over ``[start, end)``.
 Breakpoints are added where needed, each a copy of the row before it.
 
+The timeline lives as long as the reservation action and changes with events, each in
+O(rows × pods changed): a start takes its room until its estimated end, an end gives back what
+its estimated future held, an overrun takes the room again until the new estimated end, and
+``advance`` drops the rows time has passed. ``matches`` checks the first row against the
+cluster's free resources now, so anything the events missed (pods of other schedulers, a node
+change) makes its owner rebuild it with ``of``.
+
 ``earliest`` finds the first breakpoint from which a gang's pods fit for the whole of its
 estimated runtime: the window's free resources are the minimum over its rows (a GPU device is
 free in the window only if it is free in every row), and the pods are placed greedily, best fit
 by GPUs, on nodes their static placement allows — and, given ``domains`` (topology: see
 :meth:`phalanx.framework.session.Session.reservation_domains`), all inside the first domain
-where they fit in that window. A necessary check on the cluster's totals per row skips
-windows that cannot fit before any placement is tried (and per domain, domains that cannot).
+where they fit in that window. A necessary check on the cluster's totals, vectorised over every
+window at once, skips windows that cannot fit before any placement is tried (and per domain,
+domains that cannot).
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ class Timeline:
         self.free = free
         self.gpus = gpus
         self.gpu_col = gpu_col
+        self._totals: Cube | None = None  # [K, R] positive free per row (a necessary bound)
 
     @classmethod
     def of(
@@ -64,13 +73,20 @@ class Timeline:
         gpus = np.zeros((len(times), *table.gpu_free.shape), dtype=np.int64)
         free[0] = table.allocatable - table.requested
         gpus[0] = table.gpu_free
-        position = {t: k for k, t in enumerate(times)}
-        for at, slot in finite:
-            k = position[at]
-            free[k, slot.node] += slot.request
-            if slot.gpus:
-                share = devices.per_device(int(slot.request[table.gpu_col]))
-                gpus[k, slot.node, list(slot.gpus)] += share
+        if finite:
+            rows = np.searchsorted(times, [at for at, _ in finite])
+            nodes = np.array([slot.node for _, slot in finite])
+            np.add.at(free, (rows, nodes), np.array([slot.request for _, slot in finite]))
+            shared = [(k, s) for k, (_, s) in zip(rows.tolist(), finite, strict=True) if s.gpus]
+            if shared:
+                share = [devices.per_device(int(s.request[table.gpu_col])) for _, s in shared]
+                counts = [len(s.gpus) for _, s in shared]
+                index = (
+                    np.repeat([k for k, _ in shared], counts),
+                    np.repeat([s.node for _, s in shared], counts),
+                    np.concatenate([s.gpus for _, s in shared]).astype(np.int64),
+                )
+                np.add.at(gpus, index, np.repeat(share, counts))
         return cls(times, np.cumsum(free, axis=0), np.cumsum(gpus, axis=0), table.gpu_col)
 
     @property
@@ -79,6 +95,40 @@ class Timeline:
 
     def copy(self) -> Timeline:
         return Timeline(list(self.times), self.free.copy(), self.gpus.copy(), self.gpu_col)
+
+    def matches(self, table: NodeTable) -> bool:
+        """Does the first row hold exactly what is free on ``table`` now?"""
+        first = self.free[0]
+        return (
+            first.shape == table.allocatable.shape
+            and self.gpus[0].shape == table.gpu_free.shape
+            and np.array_equal(first, table.allocatable - table.requested)
+            and np.array_equal(self.gpus[0], table.gpu_free)
+        )
+
+    def advance(self, now: float) -> None:
+        """Time moved to ``now``: the row holding ``now`` becomes the first."""
+        if now <= self.times[0]:
+            return
+        k = bisect.bisect_right(self.times, now) - 1
+        if k > 0:
+            del self.times[:k]
+            self.free = self.free[k:]
+            self.gpus = self.gpus[k:]
+            self._totals = None
+        self.times[0] = now
+
+    def compact(self) -> None:
+        """Drop breakpoints where nothing changes (left by ends that moved)."""
+        changes = np.any(self.free[1:] != self.free[:-1], axis=(1, 2)) | np.any(
+            self.gpus[1:] != self.gpus[:-1], axis=(1, 2)
+        )
+        keep = np.concatenate(([True], changes))
+        if keep.all():
+            return
+        self.times = [t for t, kept in zip(self.times, keep.tolist(), strict=True) if kept]
+        self.free, self.gpus = self.free[keep], self.gpus[keep]
+        self._totals = None
 
     def row(self, at: float) -> int:
         """The row starting at ``at`` (added if needed); ``len(times)`` for ``at`` = ∞."""
@@ -89,19 +139,30 @@ class Timeline:
         if k < len(self.times) and self.times[k] == at:
             return k
         self.times.insert(k, at)
-        self.free = np.insert(self.free, k, self.free[k - 1], axis=0)
-        self.gpus = np.insert(self.gpus, k, self.gpus[k - 1], axis=0)
+        self.free = np.concatenate((self.free[:k], self.free[k - 1 :]))
+        self.gpus = np.concatenate((self.gpus[:k], self.gpus[k - 1 :]))
+        self._totals = None
         return k
 
-    def take(self, start: float, end: float, plan: Plan) -> None:
+    def take(self, start: float, end: float, plan: Plan) -> bool:
+        """Take the plan's room over ``[start, end)``; True if that overdrew a node (some
+        resource or device below zero where the plan takes it)."""
+        first, last = self.row(start), self.row(end)
         for slot in plan:
-            self._add(self.row(start), self.row(end), slot, -1)
+            self._add(first, last, slot, -1)
+        if not plan or first >= last:
+            return False
+        nodes = [slot.node for slot in plan]
+        overdrawn = np.any(self.free[first:last, nodes] < 0)
+        return bool(overdrawn or np.any(self.gpus[first:last, nodes] < 0))
 
     def give_back(self, start: float, end: float, plan: Plan) -> None:
+        first, last = self.row(start), self.row(end)
         for slot in plan:
-            self._add(self.row(start), self.row(end), slot, +1)
+            self._add(first, last, slot, +1)
 
     def _add(self, first: int, last: int, slot: Slot, sign: int) -> None:
+        self._totals = None
         self.free[first:last, slot.node] += sign * slot.request
         if slot.gpus:
             share = devices.per_device(int(slot.request[self.gpu_col]))
@@ -119,19 +180,20 @@ class Timeline:
         """The first time (no later than ``until``) from which the pods fit for ``duration``
         seconds, and where (inside one of ``domains``, the first that holds them then, if
         any are given); ``None`` if they never do on this timeline."""
+        if self._totals is None:
+            self._totals = np.maximum(self.free, 0).sum(axis=1)
         need = np.sum(requests, axis=0) if requests else np.zeros(self.free.shape[2], np.int64)
-        totals = np.maximum(self.free, 0).sum(axis=1)  # [K, R]: a necessary bound per row
-        for k, start in enumerate(self.times):
-            if start > until:
-                return None
-            last = bisect.bisect_left(self.times, start + duration, lo=k + 1)
-            if np.any(totals[k:last].min(axis=0) < need):
-                continue
+        bad = np.concatenate(([0], np.cumsum(np.any(self._totals < need, axis=1))))
+        times = np.asarray(self.times)
+        starts = np.arange(len(times))[times <= until]
+        ends = np.maximum(np.searchsorted(times, times[starts] + duration), starts + 1)
+        for k in starts[bad[ends] == bad[starts]].tolist():
+            last = int(ends[k])
             free = self.free[k:last].min(axis=0)
             gpus = self.gpus[k:last].min(axis=0)
             plan = self._place_in(free, gpus, requests, masks, domains, need)
             if plan is not None:
-                return start, plan
+                return self.times[k], plan
         return None
 
     def _place_in(
@@ -160,7 +222,6 @@ class Timeline:
     def _place(
         self, free: Cube, gpus: Cube, requests: Sequence[Vector], masks: Sequence[Mask]
     ) -> Plan | None:
-        free, gpus = free.copy(), gpus.copy()
         plan: list[Slot] = []
         for request, mask in zip(requests, masks, strict=True):
             cols = np.flatnonzero(request)

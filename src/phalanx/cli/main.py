@@ -93,6 +93,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="A,B",
         help="the policy's actions in order, e.g. allocate (default: the policy's own list)",
     )
+    sim.add_argument(
+        "--orderings",
+        metavar="A,B",
+        help="the policy's ordering plugins in tier order, e.g. queues,priority,least-slack,gang "
+        "(default: the policy's own)",
+    )
     sim.add_argument("--seed", type=seed, default=0)
     sim.add_argument("--until", type=seconds, help="simulated horizon, e.g. 2h")
     sim.add_argument("--estimates", choices=MODELS, default="given", help=ESTIMATES_HELP)
@@ -233,6 +239,7 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         startup_delay=args.startup_delay,
         scoring=args.scoring,
         actions=_names(args.actions),
+        orderings=_names(args.orderings),
         scheduler_name=args.scheduler_name,
         default_duration=args.default_duration,
         estimates=args.estimates,

@@ -23,6 +23,7 @@ deferred       —                                          ``wake_at``
 wake_at        —                                          ``wake_at``
 recheck_at     —                                          ``recheck_at`` (not progress)
 expected       ``expected_start``/``expected_reason``     ``expected``
+late           —                                          ``deadline_miss``
 blocked        ``block`` (queueing hint)                  —
 unblocked      ``unblock`` (a parked gang wakes)          —
 attempts       —                                          ``attempts``
@@ -78,6 +79,9 @@ class Backend(Protocol):
     def expected(self, gang: GangInfo, at: float | None, why: str) -> None:
         """``gang`` is expected to start at ``at`` (None: unknown), for the reason ``why``."""
 
+    def deadline_miss(self, gang: GangInfo, late: float, why: str) -> None:
+        """``gang`` is expected to miss its deadline by ``late`` seconds."""
+
     def attempts(self, count: int) -> None:
         """The cycle made ``count`` placement attempts (for metrics)."""
 
@@ -132,6 +136,10 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         if expecting is not None:
             expecting.expected_start, expecting.expected_reason = expected, why
             backend.expected(expecting, expected, why)
+    for ident, (late, why) in result.late.items():
+        missing = state.gangs.get(ident)
+        if missing is not None:
+            backend.deadline_miss(missing, late, why)
     for gang in result.blocked:
         state.block(gang, result.freed, *result.hints.get(gang.ident, (None, ())))
     for gang in result.unblocked:
@@ -169,6 +177,7 @@ class MemoryBackend:
         self.timeouts: list[GangInfo] = []
         self.wakeups: list[float] = []
         self.expectations: dict[str, tuple[float | None, str]] = {}
+        self.late: dict[str, float] = {}
         self.attempted = 0
 
     def now(self) -> float:
@@ -202,6 +211,9 @@ class MemoryBackend:
 
     def expected(self, gang: GangInfo, at: float | None, why: str) -> None:
         self.expectations[gang.ident] = (at, why)
+
+    def deadline_miss(self, gang: GangInfo, late: float, why: str) -> None:
+        self.late[gang.ident] = late
 
     def attempts(self, count: int) -> None:
         self.attempted += count

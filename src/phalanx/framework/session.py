@@ -76,9 +76,12 @@ class CycleResult:
     placed: list[GangInfo] = field(default_factory=list)  # gangs whose minimum was committed
     domains: dict[str, str] = field(default_factory=dict)  # placed gang ident → domain chosen
     failures: Counter[str] = field(default_factory=Counter)  # backoffs started, per gang ident
-    #: gang ident → (expected start or None when unknown, why): every waiting gang, when a
-    #: reservation action runs
+    #: gang ident → (expected start or None when unknown, why), when a reservation action runs:
+    #: the expected starts that changed this cycle (the applier keeps them on the gangs)
     expected: dict[str, tuple[float | None, str]] = field(default_factory=dict)
+    #: gang ident → (seconds it is expected to be late, why): gangs newly found to miss their
+    #: ``phalanx.dev/deadline`` (told once, until they are expected on time again)
+    late: dict[str, tuple[float, str]] = field(default_factory=dict)
     #: evicted pod key → (reason: preempt | reclaim | shrink, the gang it was evicted for)
     disruptions: dict[str, tuple[str, str]] = field(default_factory=dict)
     holds: list[Hold] = field(default_factory=list)  # room held for preemptors

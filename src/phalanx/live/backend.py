@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 #: The Event reason on a gang that passed its ``scheduleTimeoutSeconds``.
 TIMEOUT = "Timeout"
+DEADLINE_MISS = "DeadlineMiss"
 
 
 class _GangClock:
@@ -137,6 +138,15 @@ class LiveBackend:
         """Shown live through the waiting condition's message (PodGroup condition, events,
         ``explain``) and the ``phalanx_gang_expected_start_seconds`` gauge, both written from
         the cycle's result; nothing more to do per gang here."""
+
+    def deadline_miss(self, gang: GangInfo, late: float, why: str) -> None:
+        """A Warning ``DeadlineMiss`` Event on the gang's PodGroup; the waiting condition's
+        message says it too (its expected start), and the metrics count it."""
+        status = self.scheduler.status
+        logger.info("gang %s will miss its deadline: %s", gang.ident, why)
+        if status is not None and not gang.implicit:
+            status.warning(self.scheduler.group_reference(gang.ident), DEADLINE_MISS, why)
+        self.scheduler.on_deadline_miss(gang.ident, late)
 
     def attempts(self, count: int) -> None:
         self.scheduler.on_attempts(count)

@@ -102,6 +102,11 @@ class Metrics:
             "GPU-hours of work lost with stopped gangs (since their last checkpoint).",
             registry=r,
         )
+        self.deadline_misses = Counter(
+            "phalanx_deadline_misses_foreseen",
+            "Waiting gangs found to miss their phalanx.dev/deadline (expected finish too late).",
+            registry=r,
+        )
         self._reasons: set[str] = set()
         self._expected: set[str] = set()
 
@@ -117,13 +122,19 @@ class Metrics:
             self.gangs_waiting.labels(reason=reason).set(count)
         self._reasons |= counts.keys()
 
-    def set_expected(self, expected: dict[str, tuple[float | None, str]]) -> None:
-        """One series per waiting gang; a gang no longer waiting loses its series."""
-        for gang in self._expected - expected.keys():
-            self.expected_start.remove(gang)
-        for gang, (at, _) in expected.items():
+    def set_expected(
+        self, changed: dict[str, tuple[float | None, str]], waiting: set[str] | None = None
+    ) -> None:
+        """One series per waiting gang: ``changed`` holds the expected starts a cycle told
+        (only those that changed); given ``waiting`` (every waiting gang), a gang no longer
+        waiting loses its series."""
+        for gang, (at, _) in changed.items():
             self.expected_start.labels(gang=gang).set(-1 if at is None else at)
-        self._expected = set(expected)
+        self._expected |= changed.keys()
+        if waiting is not None:
+            for gang in self._expected - waiting:
+                self.expected_start.remove(gang)
+            self._expected &= waiting
 
     def record_bind(self, ok: bool = True) -> None:
         (self.binds if ok else self.bind_failures).inc()
@@ -175,14 +186,18 @@ class InstrumentedScheduler(LiveScheduler):
         finally:
             self.metrics.observe_cycle(time.perf_counter() - started)
         state = self.cache.state
+        waiting: set[str] | None = None
         if state.version != self._counted or result.waiting:  # parked gangs wait too
             self._counted = state.version
             counts: dict[str, int] = {}
+            waiting = set()
             for gang in [*state.waiting.values(), *state.blocked.values()]:
                 reason = gang.condition.reason if gang.condition is not None else "Pending"
                 counts[reason] = counts.get(reason, 0) + 1
+                if not gang.ready():
+                    waiting.add(gang.ident)
             self.metrics.set_waiting(counts)
-        self.metrics.set_expected(result.expected)
+        self.metrics.set_expected(result.expected, waiting)
         gangs = {pod.gang.ident: pod.gang for pod, _ in result.binds}
         for gang in gangs.values():
             self.metrics.record_gang_wait(now - gang.created)
@@ -200,6 +215,9 @@ class InstrumentedScheduler(LiveScheduler):
 
     def on_disruption(self, reason: str, pods: int, stopped: bool, lost_gpu_hours: float) -> None:
         self.metrics.record_disruption(reason, pods, stopped, lost_gpu_hours)
+
+    def on_deadline_miss(self, ident: str, late: float) -> None:
+        self.metrics.deadline_misses.inc()
 
 
 class HealthServer:

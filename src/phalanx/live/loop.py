@@ -232,6 +232,9 @@ class LiveScheduler:
         ``reason`` (preempt, reclaim, shrink); ``stopped``: the gang fell below its minimum
         (its work restarts, ``lost_gpu_hours`` lost)."""
 
+    def on_deadline_miss(self, ident: str, late: float) -> None:
+        """Called when a gang is found to miss its deadline by ``late`` seconds."""
+
     def wake_at(self, at: float) -> None:
         """A cycle is needed again at ``at`` (the backend's ``wake_at``)."""
         heapq.heappush(self._wakeups, at)

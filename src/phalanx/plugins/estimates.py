@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from phalanx.cluster.runtime import runtime_hints
 from phalanx.cluster.workloads import GangInfo
 
 Key = tuple[str, str, int, bytes]
@@ -59,39 +60,44 @@ class Estimates:
     def estimate(self, gang: GangInfo) -> Estimate | None:
         for source, seconds in hints(gang):
             return Estimate(seconds, source)
-        learned = self._learned.get(self._key(gang))
+        learned = self._learned.get(self.key_of(gang))
         if learned is not None:
             return Estimate(learned, LEARNED)
         if self.default is not None:
             return Estimate(self.default, DEFAULT)
         return None
 
-    def observe(self, gang: GangInfo, runtime: float) -> None:
-        """A gang of this shape ran ``runtime`` seconds."""
-        shape = self._key(gang)
+    def observe(self, gang: GangInfo, runtime: float) -> bool:
+        """A gang of this shape ran ``runtime`` seconds; True if its learned estimate (which
+        gangs of its shape get) changed."""
+        shape = self.key_of(gang)
         runs = self._seen.setdefault(shape, deque(maxlen=self.window))
         runs.append(max(runtime, 0.0))
-        if len(runs) >= self.min_samples:
-            self._learned[shape] = float(np.quantile(np.array(runs), self.quantile))
         self._keys.pop(gang.ident, None)
+        if len(runs) < self.min_samples:
+            return False
+        before = self._learned.get(shape)
+        self._learned[shape] = quantile(sorted(runs), self.quantile)
+        return before != self._learned[shape]
 
-    def _key(self, gang: GangInfo) -> Key:
+    def key_of(self, gang: GangInfo) -> Key:
+        """The gang's shape key: gangs with one key share a learned estimate."""
         known = self._keys.get(gang.ident)
         if known is None or known[0] != len(gang.members):
             known = self._keys[gang.ident] = (len(gang.members), key(gang))
         return known[1]
 
 
-def hints(gang: GangInfo) -> list[tuple[str, float]]:
-    """The gang's own hints, then its members' (the longest per source), best source first."""
-    own = dict(gang.spec.runtime_hints) if gang.spec is not None else {}
-    found = dict(own)
-    for pod in gang.members:
-        for source, seconds in pod.spec.runtime_hints:
-            if source not in own:
-                found[source] = max(found.get(source, 0.0), seconds)
-    order = ("runtime-estimate", "activeDeadlineSeconds", "max-exec-time")
-    return [(source, found[source]) for source in order if source in found]
+def quantile(ordered: list[float], q: float) -> float:
+    """numpy's default (linear) quantile of a sorted, non-empty list, without numpy's
+    overhead on a list this short."""
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+hints = runtime_hints
 
 
 def key(gang: GangInfo) -> Key:

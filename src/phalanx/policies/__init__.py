@@ -4,15 +4,18 @@ Policies are a literal table over the names of :mod:`phalanx.policies.registry`;
 policy documents the source semantics it follows and lists its actions in order.
 
 - ``phalanx``: the engine's own policy — fair-share queues (:mod:`phalanx.plugins.queues`),
-  gang-aware ``preempt`` and ``reclaim`` (:mod:`phalanx.actions.preempt`), gang units placed
-  all-or-nothing through a Statement, priority then FIFO order, kube-scheduler's filters,
-  binpack scoring, ``scheduleTimeoutSeconds`` with backoff, best-fit network domains. Nothing
-  is ever held partially.
-- ``phalanx-reserve``: ``phalanx`` where big gangs do not starve: the ``reserve`` action gives
-  reservations (see :mod:`phalanx.actions.reserve`) and ``allocate`` backfills only what
-  delays none of them. Not yet the default: on a saturated queue its cost grows with the
-  number of reservations re-placed per start (``phalanx compare
-  philly:vc=6214e9,nodes=16,jobs=5000`` did not finish in 300 s, against 5 s without it).
+  reservations and backfill so that big gangs do not starve (the ``reserve`` action, see
+  :mod:`phalanx.actions.reserve`: EASY backfill, the head of each queue reserved when it is
+  16+ GPUs, and the oldest gang of each queue that has waited max(1 h, 4 × its estimate);
+  ``allocate`` backfills only what delays no reservation), gang-aware ``preempt`` and
+  ``reclaim`` (:mod:`phalanx.actions.preempt`), gang units placed all-or-nothing through a
+  Statement, priority then FIFO order, kube-scheduler's filters, binpack scoring,
+  ``scheduleTimeoutSeconds`` with backoff, best-fit network domains. Nothing is ever held
+  partially. The reservation rule was chosen from measurements (benchmarks/README.md,
+  "Reservations and backfill").
+- ``phalanx-reserve``: ``phalanx`` with textbook EASY backfill instead (the head of each queue
+  always reserved, whatever its size, no aging): the design issue 12 warns about (reserved room
+  sits idle, mean JCT suffers), kept to show that trade-off.
 - ``volcano``: Volcano's default gang scheduling — the same Statement commit/discard, job
   order priority → gang (not-ready first) → DRF (smaller dominant share first), binpack; no
   reservation and no time-based backfill, so big gangs can starve; no gang timeout (Volcano
@@ -108,11 +111,19 @@ class Policy:
         scoring: str | None = None,
         scorers: Sequence[Scorer] | None = None,
         context: BuildContext | None = None,
+        orderings: Sequence[str] | None = None,
     ) -> list[object]:
         """The policy's plugins; ``scorers`` (weights included; weight 0 leaves a plugin out)
-        replace its scoring plugin, ``scoring`` names one scoring plugin of weight 1.
+        replace its scoring plugin, ``scoring`` names one scoring plugin of weight 1;
+        ``orderings`` (names in the registry's ORDERINGS) replace its ordering plugins.
         Scoring plugins are built with ``context`` (the run's seed and target workload)."""
-        ordering = [ORDERINGS[name]() for name in self.orderings]
+        names = self.orderings if orderings is None else tuple(orderings)
+        for name in names:
+            if name not in ORDERINGS:
+                known = ", ".join(ORDERINGS)
+                message = f"unknown ordering {name!r} (choose from {known})"
+                raise InputError(message, field="--orderings")
+        ordering = [ORDERINGS[name]() for name in names]
         if self.placement:
             ordering.append(PLACEMENTS[self.placement]())
         if scorers is None:
@@ -165,19 +176,20 @@ POLICIES: dict[str, Policy] = {
     "phalanx": Policy(
         "phalanx",
         "gang all-or-nothing, fair-share queues, priority then FIFO, binpack, timeouts with "
-        "backoff, topology; gang-aware preempt and reclaim",
+        "backoff, topology; reservations for big and aged gangs with EASY backfill, expected "
+        "starts; gang-aware preempt and reclaim",
         ("queues", "priority", "gang"),
         "binpack",
-        ("allocate", "preempt", "reclaim"),
+        ("reserve", "allocate", "preempt", "reclaim"),
         SessionConfig(gang_units=True),
         placement="topology",
     ),
     "phalanx-reserve": Policy(
         "phalanx-reserve",
-        "phalanx with reservations for big and aged gangs, EASY backfill, expected starts",
-        ("priority", "gang"),
+        "phalanx with textbook EASY backfill: the head of each queue always reserved",
+        ("queues", "priority", "gang"),
         "binpack",
-        ("reserve", "allocate"),
+        ("reserve-easy", "allocate", "preempt", "reclaim"),
         SessionConfig(gang_units=True),
         placement="topology",
     ),
@@ -226,13 +238,14 @@ class Scheduler:
         scorers: Sequence[Scorer] | None = None,
         actions: Sequence[str] | None = None,
         target: TargetWorkload | None = None,
+        orderings: Sequence[str] | None = None,
     ) -> None:
         """``actions`` replaces the policy's list of actions (names in the registry);
         ``target`` is the pod shapes the cluster expects (FGD's target workload; None: the
         plugin learns them from the cluster's pods)."""
         self.policy = policy
         context = BuildContext(seed=seed, target=target)
-        self.plugins: Sequence[object] = policy.plugins(scoring, scorers, context)
+        self.plugins: Sequence[object] = policy.plugins(scoring, scorers, context, orderings)
         self.hooks = Hooks(self.plugins)
         names = policy.actions if actions is None else tuple(actions)
         self.actions: list[Action] = build_actions(names)

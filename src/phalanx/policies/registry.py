@@ -22,6 +22,8 @@ action").
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
 
 from phalanx.actions.allocate import Allocate
 from phalanx.actions.book import Settings
@@ -42,6 +44,7 @@ from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.priority import Priority
 from phalanx.plugins.queues import Queues, Quota
 from phalanx.plugins.randomscore import RandomScore
+from phalanx.plugins.slack import LeastSlack
 from phalanx.plugins.topology import GreedyTopologyPlacement, TopologyPlacement
 
 ScoringFactory = Callable[[BuildContext], Score]
@@ -52,6 +55,7 @@ ORDERINGS: dict[str, Callable[[], object]] = {
     "drf": Drf,
     "queues": Queues,
     "quota": Quota,
+    "least-slack": LeastSlack,
 }
 
 SCORINGS: dict[str, ScoringFactory] = {
@@ -72,14 +76,14 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 
 #: phalanx's default reservation rule (chosen from measurements: benchmarks/README.md,
 #: "Reservations and backfill"): EASY backfill, a reservation for the head of each queue if it
-#: is at least RESERVE_MIN_GPUS GPUs, and for every gang waiting longer than RESERVE_AGING.
-RESERVE_MIN_GPUS = 16.0
-RESERVE_AGING = 3600.0
+#: is at least ``min_gpus`` GPUs, and for the oldest ``max_aged`` gangs of each queue that have
+#: waited ``max(aging, aging_factor × their estimate)``.
+RESERVE = Settings("easy", depth=1, aging=3600.0, min_gpus=16.0, aging_factor=4.0, max_aged=1)
 
 ACTIONS: dict[str, Callable[[], Action]] = {
     "allocate": Allocate,
     "coscheduling": Coscheduling,
-    "reserve": lambda: Reserve(Settings("easy", aging=RESERVE_AGING, min_gpus=RESERVE_MIN_GPUS)),
+    "reserve": lambda: Reserve(RESERVE),
     "reserve-easy": lambda: Reserve(Settings("easy")),
     "reserve-conservative": lambda: Reserve(Settings("conservative")),
     "reserve-strict": lambda: Reserve(Settings("strict")),
@@ -110,7 +114,8 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
     """The actions named, in order; an unknown name is an input error naming ``field``.
 
     ``reserve`` takes its settings after colons, e.g. ``reserve:mode=easy:aging=2h:min-gpus=16``
-    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``; unset ones keep ``reserve``'s default).
+    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``aging-factor``, ``max-aged``; unset
+    ones keep ``reserve``'s default; ``aging=off``, ``max-aged=all``).
     """
     actions: list[Action] = []
     for name in names:
@@ -124,19 +129,41 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
 
 
 def _reserve(options: list[str], field: str) -> Action:
-    values = {"mode": "easy", "depth": "1", "aging": str(RESERVE_AGING)}
-    values["min-gpus"] = str(RESERVE_MIN_GPUS)
+    values: dict[str, str] = {}
+    keys = ("mode", "depth", "aging", "min-gpus", "aging-factor", "max-aged")
     for option in options:
         key, equals, value = option.partition("=")
-        if not equals or key not in values:
-            keys = ", ".join(values)
-            raise InputError(f"bad reserve option {option!r} (keys: {keys})", field=field)
+        if not equals or key not in keys:
+            known = ", ".join(keys)
+            raise InputError(f"bad reserve option {option!r} (keys: {known})", field=field)
         values[key] = value
     try:
-        aging = None if values["aging"] in ("off", "none") else parse_duration(values["aging"])
-        settings = Settings(values["mode"], int(values["depth"]), aging, float(values["min-gpus"]))
+        changes: dict[str, Any] = {_FIELDS[k]: _parse(k, v) for k, v in values.items()}
+        settings = replace(RESERVE, **changes)
     except ValueError as exc:
         raise InputError(f"bad reserve option: {exc}", field=field) from None
     if settings.mode not in ("easy", "conservative", "strict") or settings.depth < 1:
         raise InputError("reserve mode is easy, conservative or strict; depth ≥ 1", field=field)
     return Reserve(settings)
+
+
+_FIELDS = {
+    "mode": "mode",
+    "depth": "depth",
+    "aging": "aging",
+    "min-gpus": "min_gpus",
+    "aging-factor": "aging_factor",
+    "max-aged": "max_aged",
+}
+
+
+def _parse(key: str, value: str) -> object:
+    if key == "mode":
+        return value
+    if key == "depth":
+        return int(value)
+    if key == "aging":
+        return None if value in ("off", "none") else parse_duration(value)
+    if key == "max-aged":
+        return None if value in ("all", "none") else int(value)
+    return float(value)

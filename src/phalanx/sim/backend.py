@@ -87,5 +87,12 @@ class SimBackend:
         record.expected_last, record.expected_why = at, why
         self.sim.emit("expect", gang=gang, message=why, extra={"expected_start": at})
 
+    def deadline_miss(self, gang: GangInfo, late: float, why: str) -> None:
+        """A ``deadline`` event: the gang is expected to miss its deadline."""
+        record = self.sim.records.get(gang.ident)
+        if record is not None:
+            record.foreseen_late = True
+        self.sim.emit("deadline", gang=gang, message=why, extra={"late": late})
+
     def attempts(self, count: int) -> None:
         self.sim.attempts += count

@@ -36,6 +36,7 @@ class GangRecord:
     expected_last: float | None = None  # the latest one and its reason (not in the JSON)
     expected_why: str = ""
     deadline: float | None = None  # when it must be done (phalanx.dev/deadline)
+    foreseen_late: bool = False  # found, while it waited, to miss its deadline
     priority: int = 0
     preempted: int = 0  # times its work was stopped by an eviction
     lost_gpu_hours: float = 0.0
@@ -60,6 +61,7 @@ class GangRecord:
             "domains": self.domains,
             "expected_start_first": self.expected_start_first,
             "deadline": self.deadline,
+            "deadline_miss_foreseen": self.foreseen_late,
             "priority": self.priority,
             "preempted": self.preempted,
             "lost_gpu_hours": round(self.lost_gpu_hours, 6),
@@ -221,4 +223,5 @@ def waits_json(gangs: list[GangRecord], end: float) -> dict[str, Any]:
         "max_wait_by_size": max_wait_by_size(gangs, end),
         "deadlines_met": met,
         "deadlines_missed": missed,
+        "deadline_misses_foreseen": sum(g.foreseen_late for g in gangs),
     }

@@ -51,6 +51,7 @@ def schedulers_for(
         scoring=options.scoring,
         actions=options.actions,
         target=target,
+        orderings=options.orderings,
     )
     chosen = options.scheduler_name
     if chosen is None:

@@ -62,6 +62,7 @@ class SimOptions:
     startup_delay: float = 0.0
     scoring: str | None = None
     actions: tuple[str, ...] | None = None  # None: the policy's own list
+    orderings: tuple[str, ...] | None = None  # None: the policy's own ordering plugins
     scheduler_name: str | None = None  # place only these pods; kube-default places the rest
     default_duration: float | None = None  # for gangs with none; None: until the end
     estimates: str = "given"  # the error model of runtime estimates (sim/estimates.py)

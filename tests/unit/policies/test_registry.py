@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from phalanx.packing.experiment import replay
 from phalanx.packing.policies import published_label
 from phalanx.plugins.predicates import Predicates
 from phalanx.policies import ACTIONS, POLICIES, SCORINGS, Scheduler, get_policy
-from phalanx.policies.registry import build_scoring
+from phalanx.policies.registry import RESERVE, build_scoring
 
 GPU = "nvidia.com/gpu"
 
@@ -43,20 +44,23 @@ def test_every_policy_names_only_registered_actions(name: str) -> None:
 def test_the_scheduler_builds_the_actions_in_the_order_named() -> None:
     scheduler = Scheduler(get_policy("phalanx"), actions=["coscheduling", "allocate"])
     assert [type(a) for a in scheduler.actions] == [Coscheduling, Allocate]
-    assert [type(a) for a in Scheduler(get_policy("phalanx")).actions] == [
-        Allocate,
-        Preempt,
-        Reclaim,
-    ]
-    reserving = Scheduler(get_policy("phalanx-reserve")).actions
-    assert [type(a) for a in reserving] == [Reserve, Allocate]
+    for name in ("phalanx", "phalanx-reserve"):
+        actions = Scheduler(get_policy(name)).actions
+        assert [type(a) for a in actions] == [Reserve, Allocate, Preempt, Reclaim]
+    default, easy = (Scheduler(get_policy(n)).actions[0] for n in ("phalanx", "phalanx-reserve"))
+    assert isinstance(default, Reserve) and default.settings == RESERVE
+    assert isinstance(easy, Reserve) and easy.settings == Settings("easy")
 
 
 def test_reserve_takes_its_settings_after_colons() -> None:
     spec = "reserve:mode=conservative:aging=off:min-gpus=16:depth=2"
     (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
     assert isinstance(action, Reserve)
-    assert action.settings == Settings("conservative", 2, None, 16.0)
+    assert action.settings == replace(RESERVE, mode="conservative", depth=2, aging=None)
+    spec = "reserve:aging-factor=2:max-aged=all:min-gpus=0"
+    (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
+    assert isinstance(action, Reserve)
+    assert action.settings == replace(RESERVE, aging_factor=2.0, max_aged=None, min_gpus=0.0)
     for bad in ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1"):
         with pytest.raises(InputError, match="reserve"):
             Scheduler(get_policy("phalanx"), actions=[bad])

@@ -1,0 +1,150 @@
+"""Expected starts: when each waiting gang should start, and why, told when it changes.
+
+When a cycle with the ``reserve`` action closes, the :class:`Teller` gives
+
+- every gang holding a reservation its reserved start ("reserved: n0..n3 free at t=3m20s when
+  ns/a (estimate: runtime-estimate) ends");
+- every gang that arrived its first expected start: the earliest time it fits on the view of
+  running gangs and reservations ("estimated (not reserved): ..."), or "unknown" with the
+  reason;
+- a gang whose expected start has passed while it still waits (or was unknown for
+  ``RETELL`` seconds, or lost its reservation) a new one — at most ``RETELL_MAX`` per cycle,
+  as Slurm's backfill tests a bounded number of jobs per pass; the others keep theirs.
+
+Only what changed goes into the cycle's ``expected`` (the applier keeps the rest on the
+gangs). A gang with a deadline (``phalanx.dev/deadline``) gets its expected finish and slack,
+or the amount by which it will miss it. The waiting condition of a gang attempted this cycle
+carries its expected start too.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING
+
+from phalanx.actions.candidates import Candidate, clock, nodes_text
+from phalanx.actions.timeline import Plan
+from phalanx.framework.session import Session
+
+if TYPE_CHECKING:
+    from phalanx.actions.reserve import Reserve
+
+#: An unknown expected start is looked at again after this long.
+RETELL = 900.0
+#: At most this many expected starts are made again per cycle (besides arrivals).
+RETELL_MAX = 16
+
+
+class Teller:
+    def __init__(self, reserve: Reserve) -> None:
+        self.reserve = reserve
+        self._due: list[tuple[float, int, str]] = []  # (when to tell again, seq, ident)
+        self._carve_ends: dict[float, list[str]] = {}  # reserved end → who ends then
+
+    def tell(self, session: Session) -> None:
+        book, waiters = self.reserve.book, self.reserve.waiters
+        book.ensure(stale_ok=True)  # an overdrawn plan is made again; a stale one kept
+        now = session.now
+        self._carve_ends = {}
+        for carve in book.carved.values():
+            label = f"{carve.who.gang.key} (reserved, {_source(carve.who)})"
+            self._carve_ends.setdefault(carve.end, []).append(label)
+        for ident, carve in book.carved.items() if book.planned else ():
+            if ident not in book.begun:
+                why = self._why(session, carve.start, carve.plan, reserved=True)
+                self._say(session, carve.who, carve.start, why)
+        cache: dict[tuple[bytes, float], tuple[float, Plan] | None] = {}
+        fresh, waiters.new = waiters.new, []
+        for who in fresh:
+            if not who.gone and who.gang.ident not in book.carved:
+                self._estimate(session, who, cache)
+        for _ in range(RETELL_MAX):
+            if not self._due or self._due[0][0] > now:
+                break
+            _, _, ident = heapq.heappop(self._due)
+            waiter = waiters.by_ident.get(ident)
+            if waiter is not None and ident not in book.carved:
+                self._estimate(session, waiter, cache)
+        for ident, carve in book.carved.items():
+            if carve.who.told is None and ident not in book.begun:
+                self._estimate(session, carve.who, cache)
+        for ident, condition in session.result.waiting.items():
+            told = waiters.by_ident.get(ident)
+            if told is not None and told.told is not None and condition.type == "Unschedulable":
+                condition.message += f"; expected start: {told.told[1]}"
+        result = session.result
+        if book.planned:
+            result.recheck_at.extend(c.start for c in book.reserved())
+        aging = waiters.next_aging()
+        if aging is not None:
+            result.recheck_at.append(aging)
+
+    def _estimate(
+        self,
+        session: Session,
+        who: Candidate,
+        cache: dict[tuple[bytes, float], tuple[float, Plan] | None],
+    ) -> None:
+        view = self.reserve.book.view
+        assert view is not None
+        if not self.reserve.waiters.fresh(session, who):
+            return
+        key = (who.shape, who.duration)
+        if key not in cache:
+            cache[key] = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+        found = cache[key]
+        if found is None:
+            self._say(session, who, None, self._unknown())
+            heapq.heappush(self._due, (session.now + RETELL, who.seq, who.gang.ident))
+            return
+        start, plan = found
+        self._say(session, who, start, self._why(session, start, plan, reserved=False))
+        again = start if start > session.now else session.now + RETELL
+        heapq.heappush(self._due, (again, who.seq, who.gang.ident))
+
+    def _say(self, session: Session, who: Candidate, at: float | None, why: str) -> None:
+        slack, note = deadline(who, at, session.now)
+        why += note
+        if who.told != (at, why):
+            who.told = (at, why)
+            session.result.expected[who.gang.ident] = (at, why)
+        late = slack is not None and slack < 0
+        if late and not who.late and slack is not None:
+            session.result.late[who.gang.ident] = (-slack, why)
+        who.late = late
+
+    def _why(self, session: Session, start: float, plan: Plan, *, reserved: bool) -> str:
+        now = session.now
+        where = nodes_text(session.table, [slot.node for slot in plan])
+        if start <= now:
+            return f"fits now on {where}" if reserved else f"room now on {where}"
+        ends = self.reserve.enders.get(start, []) + self._carve_ends.get(start, [])
+        cause = f" when {', '.join(ends[:2])} ends" if ends else ""
+        kind = "reserved" if reserved else "estimated (not reserved)"
+        return f"{kind}: {where} free at {clock(start, now)}{cause}"
+
+    def _unknown(self) -> str:
+        blind = self.reserve.enders.get(math.inf, [])
+        detail = f" (e.g. {', '.join(blind[:2])})" if blind else ""
+        return f"unknown: no estimate for what holds the room it needs{detail}"
+
+
+def deadline(who: Candidate, expected: float | None, now: float) -> tuple[float | None, str]:
+    """The gang's slack (deadline − expected finish; None: no deadline or finish unknown) and
+    what to say of it."""
+    spec = who.gang.spec
+    if spec is None or spec.deadline is None:
+        return None, ""
+    due = spec.deadline.due(who.gang.created)
+    if expected is None or math.isinf(who.duration):
+        return None, f"; deadline {clock(due, now)}: finish unknown"
+    finish = expected + who.duration
+    slack = due - finish
+    if slack < 0:
+        return slack, f"; will miss its deadline {clock(due, now)} by {-slack:.0f}s"
+    return slack, f"; expected finish {clock(finish, now)}, slack {slack:.0f}s"
+
+
+def _source(who: Candidate) -> str:
+    return "no estimate" if who.estimate is None else f"estimate: {who.estimate.source}"
