@@ -309,11 +309,6 @@ def test_no_reclaim_cycles() -> None:
     assert not any((by, victim) in pairs for victim, by in pairs)
 
 
-@pytest.mark.xfail(
-    reason="reservations rank a parked gang with the queues plugin's default key (it computes "
-    "keys only for the session's units): y0, aged at 1h01m, outranks x1 and x2 reclaims again",
-    strict=False,
-)
 def test_reclaim_takes_from_a_queue_further_into_its_share_to_place_a_whole_gang() -> None:
     """y (weight 1) runs a 1-GPU gang on each of the four 4-GPU nodes: at its share, but no
     node is free for x (weight 3, three 4-GPU gangs, deserving 12 of 16 GPUs). x reclaims one

@@ -81,6 +81,7 @@ class Book:
         self.session: Session | None = None
         self.now = 0.0
         self.begun: set[str] = set()
+        self._ranked: tuple[Unit, Rank] | None = None  # the unit being placed, ranked before
         self.unfit: set[str] = set()  # gangs allocate found no room for this cycle
         #: pod shapes refused this cycle → the shortest duration refused (a longer run of the
         #: same shape, placed alike, delays the same reservation at least as much)
@@ -181,6 +182,11 @@ class Book:
         """Pod key → node of the unit's reservation when it is due now: a gang that held a
         reservation starts on the nodes it kept for it (others are placed by the scores)."""
         own = self.carved.get(unit.gang.ident)
+        self._ranked = None
+        if own is None and (self.carved or self.invalid or self.stale):
+            # ranked before the unit's pods are allocated: once they are, a waiting gang
+            # looks ready, and would be ranked as elastic growth behind every reservation
+            self._ranked = (unit, self._rank(unit))
         if own is None or own.intent or own.start > self.now:
             return {}
         return {pod.key: slot.node for pod, slot in zip(own.who.pods, own.plan, strict=True)}
@@ -193,7 +199,12 @@ class Book:
             return None  # its victims were evicted for it: the room is its own
         self.ensure()
         own = self.carved.get(unit.gang.ident)
-        rank = own.who.rank if own is not None else self._rank(unit)
+        if own is not None:
+            rank = own.who.rank
+        elif self._ranked is not None and self._ranked[0] is unit:
+            rank = self._ranked[1]
+        else:
+            rank = self._rank(unit)
         ahead = [c for c in self.carved.values() if c is not own and c.who.rank < rank]
         if not ahead:
             return None

@@ -137,7 +137,8 @@ class Queues:
                 if other == ident:
                     continue
                 for row, amount in hold.rows.items():
-                    rows[row] = rows.get(row, np.zeros(width)) + amount[:width]
+                    total = rows.setdefault(row, np.zeros(width))
+                    total[: min(amount.size, width)] += amount[:width]  # resources grow
             if rows:
                 keys = np.array(sorted(rows), dtype=np.int64)
                 self.held_rows[ident] = (keys, np.array([rows[r] for r in keys]))
