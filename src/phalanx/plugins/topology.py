@@ -138,10 +138,7 @@ class TopologyPlacement:
             spec.topology or spec.role_topology or any(p.spec.topology for p in unit.pods)
         ):
             return None
-        constraint = spec.topology
-        raw = _raw_groups(unit) if constraint is None else []
-        if constraint is None and len(raw) == 1 and not raw[0].size:
-            constraint = raw[0].constraint
+        constraint = _gang_constraint(unit)
         if constraint is None:
             return None
         try:
@@ -157,13 +154,7 @@ class TopologyPlacement:
         constraint level as a node mask (the required level; else the preferred one), and
         whether the gang must stay inside one. None: no gang-wide constraint (per-role
         constraints are left to the placement that follows) or a level that does not exist."""
-        spec = unit.gang.spec
-        if spec is None:
-            return None
-        outer = spec.topology
-        raw = _raw_groups(unit) if outer is None else []
-        if outer is None and len(raw) == 1 and not raw[0].size:
-            outer = raw[0].constraint
+        outer = _gang_constraint(unit)
         if outer is None:
             return None
         try:
@@ -193,6 +184,20 @@ class FragTopologyPlacement(TopologyPlacement):
 
 
 # -- constraints ---------------------------------------------------------------------------
+def _gang_constraint(unit: Unit) -> TopologyConstraint | None:
+    """The constraint on the whole gang: its own, else that of its only group when the group
+    spans the gang (no subgroup size); None: no gang-wide constraint."""
+    spec = unit.gang.spec
+    if spec is None:
+        return None
+    if spec.topology is not None:
+        return spec.topology
+    raw = _raw_groups(unit)
+    if len(raw) == 1 and not raw[0].size:
+        return raw[0].constraint
+    return None
+
+
 def _raw_groups(unit: Unit) -> list[RawGroup]:
     """The unit's pods in groups, each with its own constraint: Volcano subgroups (the first
     ``subGroupPolicy`` that selects a pod), then roles (the gang's per-role constraint, else
