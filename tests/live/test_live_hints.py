@@ -11,6 +11,7 @@ from test_live_serve import NS, node, pod, podgroup
 from phalanx.live import PODGROUPS, VOLCANO_QUEUES, events
 from phalanx.live.cache import ClusterCache
 from phalanx.live.loop import LiveScheduler, pod_event_wakes
+from phalanx.live.status import _assignments
 
 
 def stamped(obj: dict[str, Any], version: str, uid: str = "u1") -> dict[str, Any]:
@@ -114,3 +115,36 @@ async def test_run_once_waits_for_its_events_unless_told_not_to(flush: bool) -> 
             await scheduler.status.flush()
             (event,) = server.objects("events.k8s.io/v1", "events")
             assert event["reason"] == "Scheduled"
+
+
+async def test_under_pressure_a_gangs_scheduled_events_fold_into_its_podgroups() -> None:
+    async with connected() as (server, client):
+        server.put("v1", "nodes", node("node-a"))
+        server.put("scheduling.x-k8s.io/v1alpha1", "podgroups", podgroup("g", 3))
+        for i in range(3):
+            server.put("v1", "pods", pod(f"g-{i}", group="g"))
+        server.put("v1", "pods", pod("solo"))
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            assert scheduler.status is not None
+            recorder = scheduler.status.recorder
+            recorder.fold_above = 0  # every queue length counts as pressure
+            result = await scheduler.run_once(1.0)
+            assert len(result.binds) == 4
+            written = server.objects("events.k8s.io/v1", "events")
+            scheduled = {e["regarding"]["name"]: e["note"] for e in written}
+            assert sorted(scheduled) == ["g", "solo"]  # the gang's pods: folded; a lone pod: not
+            assert scheduled["solo"] == f"Successfully assigned {NS}/solo to node-a"
+            assert all(f"{NS}/g-{i} to node-a" in scheduled["g"] for i in range(3))
+            assert scheduled["g"].startswith("gang of 3 pods bound")
+            assert recorder.folded == 3
+
+
+def test_a_folded_note_fits_an_events_note_and_says_how_many_it_left_out() -> None:
+    binds = [
+        ({"metadata": {"name": f"worker-{i:03d}", "namespace": NS}}, "node-x") for i in range(200)
+    ]
+    note = _assignments(binds)
+    assert len(note) <= 1024
+    shown = note.count(" to node-x")
+    assert 10 < shown < 200
+    assert note.endswith(f"... and {200 - shown} more")

@@ -13,7 +13,11 @@ server a bind costs about 0.19 ms of client CPU through it and 0.94 ms through
 ``httpx.AsyncClient``, whose pool scans (and polls) every idle connection per request.
 The ``httpx.Auth`` still decides the ``Authorization`` header (:class:`_AuthHeader`): it is
 asked once, and again after a 401, as httpx itself would (lightkube re-reads a rotated token
-file or re-runs an exec plugin on a 401).
+file or re-runs an exec plugin on a 401). Writes (every verb but ``GET``: binds, Events,
+status patches — several per pod bound) go through :class:`~phalanx.live.http1.Http1Pool`
+instead, a lean keep-alive HTTP/1.1 client on the same TLS context: about 0.08 ms of CPU a
+request against 0.2 ms through aiohttp; reads, lists and watches stay on aiohttp, and so do
+writes when the environment names a proxy for the server.
 
 Binding (kubernetes-client/python#547): ``POST pods/NAME/binding`` answers a ``v1 Status``
 while the OpenAPI spec promises a ``Binding``, so typed clients raise *after* the bind
@@ -34,11 +38,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 import time
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 import httpx2 as httpx
@@ -46,6 +51,7 @@ from lightkube.config.client_adapter import ConnectionParams
 
 from phalanx.live.config import ClusterConfig
 from phalanx.live.errors import ApiError, ConfigError, TransportError
+from phalanx.live.http1 import ConnectFailed, Http1Pool, proxied
 from phalanx.live.resources import Resource
 
 logger = logging.getLogger(__name__)
@@ -207,6 +213,7 @@ class KubeClient:
         timeout: float = 30.0,
         max_connections: int = 100,
         trust_env: bool = True,
+        lean_writes: bool = True,
     ) -> None:
         self.config = config
         self.timeout = timeout
@@ -225,6 +232,13 @@ class KubeClient:
             total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
         )
         self._session: aiohttp.ClientSession | None = None
+        self._writes: Http1Pool | None = None
+        if lean_writes and not (trust_env and proxied(self._base)):
+            context = self._ssl if isinstance(self._ssl, ssl.SSLContext) else None
+            self._writes = Http1Pool(self._base, context, max_idle=max_connections)
+
+    #: What every request accepts (aiohttp's session adds it itself).
+    _accept: ClassVar[dict[str, str]] = {"Accept": "application/json", "User-Agent": "phalanx"}
 
     @property
     def _http(self) -> aiohttp.ClientSession:
@@ -248,12 +262,14 @@ class KubeClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._writes is not None:
+            self._writes.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
 
     def _transport_error(self, label: str, exc: BaseException) -> TransportError:
-        if isinstance(exc, _CONNECT_ERRORS):
+        if isinstance(exc, (*_CONNECT_ERRORS, ConnectFailed)):
             self.reachability.failed(exc)
         return TransportError(f"{label}: {type(exc).__name__}: {exc}")
 
@@ -293,10 +309,16 @@ class KubeClient:
         for attempt in range(2):
             headers = await self._headers(None if content is None else content_type)
             try:
-                async with self._http.request(
-                    method, url, params=params, data=content, headers=headers
-                ) as response:
-                    status, answer = response.status, await response.read()
+                if self._writes is not None and method != "GET":
+                    async with asyncio.timeout(self.timeout):
+                        status, answer = await self._writes.request(
+                            method, path, {**self._accept, **headers}, content, params
+                        )
+                else:
+                    async with self._http.request(
+                        method, url, params=params, data=content, headers=headers
+                    ) as response:
+                        status, answer = response.status, await response.read()
             except _TRANSPORT_ERRORS as exc:
                 raise self._transport_error(label, exc) from exc
             self.reachability.answered()

@@ -7,7 +7,9 @@ posts one. :func:`event` builds the current ``events.k8s.io/v1`` form (``regardi
 for servers or tools that only read core events (a real server serves both views of one store).
 Names follow client-go: ``<object name>.<unix nanoseconds in hex>``. No aggregation or series
 here: a caller that emits the same event repeatedly should rate-limit it. :class:`EventRecorder`
-writes them in the background so that a scheduler never waits for its Events.
+writes them in the background so that a scheduler never waits for its Events, and tells when
+its queue is long (:meth:`EventRecorder.pressed`) so that a caller can fold many Events into
+one (the live scheduler folds a gang's per-pod ``Scheduled`` Events into its PodGroup's).
 """
 
 from __future__ import annotations
@@ -135,21 +137,48 @@ class EventRecorder:
     (a scheduler that binds faster than the API server takes Events loses Events, not binds).
     :meth:`flush` waits until everything queued is written; :meth:`aclose` flushes (bounded by
     ``timeout``) and stops the workers.
+
+    Under pressure — ``fold_above`` Events or more waiting — :meth:`pressed` is true: a caller
+    should then emit one Event where it would emit many (and add how many it spared to
+    :attr:`folded`); a warning is logged once each time the pressure starts.
     """
 
-    def __init__(self, client: KubeClient, *, workers: int = 4, limit: int = 10_000) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        workers: int = 4,
+        limit: int = 10_000,
+        fold_above: int = 256,
+    ) -> None:
         self.client = client
         self.workers = workers
         self.limit = limit
+        self.fold_above = fold_above
         self.dropped = 0
         self.written = 0
         self.failed = 0
+        #: Events not emitted because their content went into another one (:meth:`pressed`).
+        self.folded = 0
+        self._pressed = False
         self._queue: deque[Obj] = deque()
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = asyncio.Event()
         self._busy = 0
         self._idle = asyncio.Event()
         self._idle.set()
+
+    def pressed(self) -> bool:
+        """Whether ``fold_above`` Events or more wait to be written."""
+        pressed = len(self._queue) >= self.fold_above
+        if pressed and not self._pressed:
+            logger.warning(
+                "%d Events wait to be written: the per-pod Scheduled Events of a gang are "
+                "folded into its PodGroup's until the queue drains",
+                len(self._queue),
+            )
+        self._pressed = pressed
+        return pressed
 
     def emit(self, body: Obj) -> None:
         if len(self._queue) >= self.limit:

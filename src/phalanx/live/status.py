@@ -26,7 +26,10 @@ Design:
   A Warning ``Invalid`` Event goes on every object the cache rejected, once per version (its
   ``metadata.generation`` when it has one: our own status writes do not repeat it).
   They go through an :class:`~phalanx.live.events.EventRecorder`: queued, written in the
-  background, so binds never wait for them.
+  background, so binds never wait for them. Under pressure (many Events queued) a gang's
+  per-pod ``Scheduled`` Events are folded into its PodGroup's, which then names each pod's
+  node (kube-scheduler's broadcaster drops Events when its queue is full; this keeps the
+  information in fewer writes).
 """
 
 from __future__ import annotations
@@ -213,17 +216,28 @@ class StatusWriter:
         await self.recorder.aclose()
 
     def scheduled(self, group: Obj | None, binds: Iterable[tuple[Obj, str]]) -> None:
-        """``Scheduled`` on each ``(pod, node)`` and on ``group`` (a PodGroup with its kind)."""
+        """``Scheduled`` on each ``(pod, node)`` and on ``group`` (a PodGroup with its kind).
+
+        While the Events queue is long (:meth:`~phalanx.live.events.EventRecorder.pressed`),
+        a gang with a PodGroup gets one Event, on the group, naming each pod's node, instead
+        of one per pod: binding never waits for Events, and Events do not pile up behind it."""
         binds = list(binds)
-        for pod, node in binds:
-            note = f"Successfully assigned {_object_key(pod)} to {node}"
-            self._emit(with_kind(pod, PODS), events.SCHEDULED, note, events.NORMAL)
+        fold = group is not None and len(binds) > 1 and self.recorder.pressed()
+        for pod, _node in binds:
             self._failed.pop(("Pod", _object_key(pod)), None)
-        if group is not None:
-            nodes = sorted({node for _, node in binds})
-            note = f"gang of {len(binds)} pods bound to {len(nodes)} nodes: {', '.join(nodes)}"
-            self._emit(group, events.SCHEDULED, note, events.NORMAL)
-            self._failed.pop((str(group.get("kind")), _object_key(group)), None)
+        if not fold:
+            for pod, node in binds:
+                note = f"Successfully assigned {_object_key(pod)} to {node}"
+                self._emit(with_kind(pod, PODS), events.SCHEDULED, note, events.NORMAL)
+        if group is None:
+            return
+        nodes = sorted({node for _, node in binds})
+        note = f"gang of {len(binds)} pods bound to {len(nodes)} nodes: {', '.join(nodes)}"
+        if fold:
+            self.recorder.folded += len(binds)
+            note = _assignments(binds)
+        self._emit(group, events.SCHEDULED, note, events.NORMAL)
+        self._failed.pop((str(group.get("kind")), _object_key(group)), None)
 
     def warning(self, regarding: Obj, reason: str, note: str) -> None:
         """A Warning Event (e.g. a gang's ``Timeout``) on ``regarding``."""
@@ -257,6 +271,23 @@ class StatusWriter:
             self._emit(obj, events.FAILED_SCHEDULING, message, events.WARNING)
             emitted += 1
         return emitted
+
+
+def _assignments(binds: list[tuple[Obj, str]], limit: int = 1024) -> str:
+    """``gang of N pods bound: NS/POD to NODE, ...`` within ``limit`` characters (an Event's
+    note), ending ``... and K more`` when they do not all fit."""
+    head = f"gang of {len(binds)} pods bound (one Event for the gang: many Events queued): "
+    parts: list[str] = []
+    size = len(head)
+    for i, (pod, node) in enumerate(binds):
+        part = f"{_object_key(pod)} to {node}"
+        rest = len(binds) - i - 1
+        tail = len(f", ... and {rest} more") if rest else 0
+        if size + len(part) + 2 + tail > limit:
+            return head + ", ".join([*parts, f"... and {len(binds) - i} more"])
+        parts.append(part)
+        size += len(part) + 2
+    return head + ", ".join(parts)
 
 
 # -- planning ------------------------------------------------------------------------------
