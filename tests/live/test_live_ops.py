@@ -316,6 +316,9 @@ def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
         ("recovery: {partialBindLimit: 0}\n", "recovery.partialBindLimit", "must be positive"),
         ("recovery: {bindRetries: 1.5}\n", "recovery.bindRetries", "expected an integer"),
         ("recovery: {retries: 1}\n", "recovery.retries", "unknown field"),
+        ("orderings: [queues, slack]\n", "orderings[1]", "unknown ordering 'slack'"),
+        ("orderings: []\n", "orderings", "name at least one ordering plugin"),
+        ("orderings: {least-slack: 1}\n", "orderings", "expected a list of names"),
     ],
 )
 def test_a_bad_field_names_the_file_and_the_field(

@@ -218,6 +218,7 @@ class ServeRunner:
             policy=s.policy,
             scorers=s.scoring,
             actions=s.actions,
+            orderings=s.orderings,
             bind_concurrency=s.bind_concurrency,
             backoff=self.backoff,
             recovery=s.recovery,

@@ -124,6 +124,7 @@ class LiveScheduler:
         policy: str = "phalanx",
         scorers: Sequence[Scorer] | None = None,
         actions: Sequence[str] | None = None,
+        orderings: Sequence[str] | None = None,
         seed: int = 0,
         bind_concurrency: int = 16,
         backoff: Backoff | None = None,
@@ -141,7 +142,9 @@ class LiveScheduler:
             raise ValueError(f"the live scheduler cannot run the {sorted(refused)} action")
         self.client = client
         self.scheduler_name = scheduler_name
-        self.scheduler = Scheduler(chosen, seed=seed, scorers=scorers, actions=actions)
+        self.scheduler = Scheduler(
+            chosen, seed=seed, scorers=scorers, actions=actions, orderings=orderings
+        )
         self.scheduler.config = dataclasses.replace(
             self.scheduler.config, scheduler_names=frozenset({scheduler_name})
         )

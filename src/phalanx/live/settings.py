@@ -7,6 +7,9 @@ defaults below. Example::
     period: 1.0            # seconds between cycles (at least)
     policy: phalanx        # phalanx | volcano (the gang-aware policies of the engine)
     actions: [allocate]    # the policy's actions, in order (default: the policy's own list)
+    orderings: [queues, priority, least-slack, gang]   # the policy's ordering plugins, in
+                           # tier order (default: the policy's own); least-slack runs gangs
+                           # of equal priority closest to their phalanx.dev/deadline first
     scoring:               # node-scoring plugins and their weights (default: binpack: 1)
       binpack: 1           # a weight, or {weight: N, resources: {nvidia.com/gpu: 10, cpu: 1}}
       spread: 0            # weight 0 leaves a plugin out
@@ -55,7 +58,7 @@ from phalanx.api.errors import InputError, short_repr
 from phalanx.k8s.topology import topology_from_dict
 from phalanx.k8s.yamlio import load_one, read_text
 from phalanx.live.recovery import RecoveryConfig
-from phalanx.policies import ACTIONS, SCORINGS, Scorer
+from phalanx.policies import ACTIONS, ORDERINGS, SCORINGS, Scorer
 
 #: The engine's gang-aware policies (the per-pod baselines make no sense live).
 POLICIES = frozenset({"phalanx", "phalanx-reserve", "volcano"})
@@ -109,6 +112,8 @@ class ServeSettings:
     policy: str = "phalanx"
     #: None: the policy's own list of actions.
     actions: tuple[str, ...] | None = None
+    #: None: the policy's own ordering plugins (names in the registry's ORDERINGS).
+    orderings: tuple[str, ...] | None = None
     metrics_port: int = 8080
     #: where the metrics/health server listens (default: every interface).
     metrics_address: str = "0.0.0.0"
@@ -138,6 +143,12 @@ class ServeSettings:
                 raise fail("actions", f"unknown or simulation-only action {action!r} ({known})")
         if self.actions is not None and not self.actions:
             raise fail("actions", "name at least one action")
+        for i, name in enumerate(self.orderings or ()):
+            if name not in ORDERINGS:
+                known = ", ".join(ORDERINGS)
+                raise fail(f"orderings[{i}]", f"unknown ordering {short_repr(name)} ({known})")
+        if self.orderings is not None and not self.orderings:
+            raise fail("orderings", "name at least one ordering plugin")
         if self.scoring is not None and not any(s.weight > 0 for s in self.scoring):
             raise fail("scoring", "at least one plugin needs a positive weight")
         for scorer in self.scoring or ():
@@ -151,9 +162,6 @@ class ServeSettings:
             raise fail("metricsPort", "must be between 0 and 65535")
         if self.bind_concurrency < 1:
             raise fail("bindConcurrency", "must be at least 1")
-            raise fail("policy", f"unknown policy {short_repr(self.policy)} (known: {known})")
-        if self.scoring is not None and not any(s.weight > 0 for s in self.scoring):
-            raise fail("scoring", "at least one plugin needs a positive weight")
         check_address(self.metrics_address, "metricsAddress", source)
         for field, value, low, high in self._numbers():
             check_range(value, field, source, low, high)
@@ -286,6 +294,7 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
             "period",
             "policy",
             "actions",
+            "orderings",
             "metricsPort",
             "metricsAddress",
             "bindConcurrency",
@@ -306,6 +315,8 @@ def parse_settings(data: Any, source: str = "") -> ServeSettings:
         changes["policy"] = _string(source, "policy", top["policy"])
     if "actions" in top:
         changes["actions"] = _names(source, "actions", top["actions"])
+    if "orderings" in top:
+        changes["orderings"] = _names(source, "orderings", top["orderings"])
     if "metricsPort" in top:
         changes["metrics_port"] = _integer(source, "metricsPort", top["metricsPort"])
     if "metricsAddress" in top:
