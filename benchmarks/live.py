@@ -37,7 +37,9 @@ Case ``scale`` (issue 8's "live at scale"): 5,000 nodes (``--scale-nodes``) with
     python benchmarks/live.py [--case gang|throughput|scale|all] [--server process|inprocess]
                               [--nodes 1000] [--no-status]
 
-``--no-status`` turns off the Scheduled Events and PodGroup status writes (``write_status``).
+``--no-status`` turns off the Scheduled Events and PodGroup status writes (``write_status``);
+``--fold-above N`` sets how many queued Events make the scheduler fold a gang's per-pod
+``Scheduled`` Events into its PodGroup's (``events_folded`` in the output).
 ``--profile FILE`` writes a cProfile (CPU time) of ``Live/scale-throughput``. The JSON objects
 are also saved to ``benchmarks/results/live.json``.
 """
@@ -321,15 +323,21 @@ def report(
 
 #: ``--bind-concurrency``: API writes in flight
 BIND_CONCURRENCY = [16]
+#: ``--fold-above``: Events queued from which a gang's per-pod Scheduled Events fold (None:
+#: the recorder's default)
+FOLD_ABOVE: list[int | None] = [None]
 
 
 def scheduler_for(client: KubeClient, write_status: bool) -> LiveScheduler:
-    return LiveScheduler(
+    scheduler = LiveScheduler(
         client,
         backoff=fast_backoff(),
         write_status=write_status,
         bind_concurrency=BIND_CONCURRENCY[0],
     )
+    if scheduler.status is not None and FOLD_ABOVE[0] is not None:
+        scheduler.status.recorder.fold_above = FOLD_ABOVE[0]
+    return scheduler
 
 
 async def gang_case(nodes: int, size: int, write_status: bool, where: str) -> None:
@@ -505,6 +513,7 @@ async def scale_throughput(
         waiting_for_cpu_seconds=round(queued[0], 3),
         server_waiting_for_cpu_seconds=round(queued[1], 3) if server_pid else None,
         events_written=scheduler.status.recorder.written if scheduler.status else 0,
+        events_folded=scheduler.status.recorder.folded if scheduler.status else 0,
         **common,
     )
 
@@ -531,6 +540,12 @@ def main() -> None:
         "--bind-concurrency", type=int, default=16, help="API writes in flight (serve's default)"
     )
     parser.add_argument(
+        "--fold-above",
+        type=int,
+        help="Events queued from which a gang's per-pod Scheduled Events are folded into its "
+        "PodGroup's (default: the scheduler's, 256; 100000: never)",
+    )
+    parser.add_argument(
         "--profile", default="", help="scale-throughput: write a cProfile of it to this file"
     )
     parser.add_argument(
@@ -540,6 +555,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     BIND_CONCURRENCY[0] = args.bind_concurrency
+    FOLD_ABOVE[0] = args.fold_above
     status = not args.no_status
     logging.basicConfig(level=logging.WARNING)
     if args.case in ("gang", "all"):

@@ -284,7 +284,8 @@ class LiveBackend:
 
     async def _try_bind(self, pod: PodInfo, node: str, uid: str | None) -> LiveError | None:
         try:
-            await bind(self.scheduler.client, pod.spec.namespace, pod.spec.name, node, uid=uid)
+            client, namespace, name = self.scheduler.client, pod.spec.namespace, pod.spec.name
+            await bind(client, namespace, name, node, uid=uid, answer=False)
         except ApiError as exc:
             if not exc.conflict:
                 return exc

@@ -289,10 +289,14 @@ class KubeClient:
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        answer: bool = True,
     ) -> Obj:
-        """One request; the JSON answer as a dict, or ApiError/TransportError."""
+        """One request; the JSON answer as a dict, or ApiError/TransportError. ``answer=False``:
+        a success's body is not decoded (``{}``; a scheduler's writes seldom read it)."""
         content = None if body is None else json.dumps(body).encode()
-        return await self.send(method, path, content, params=params, content_type=content_type)
+        return await self.send(
+            method, path, content, params=params, content_type=content_type, answer=answer
+        )
 
     async def send(
         self,
@@ -302,6 +306,7 @@ class KubeClient:
         *,
         params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
+        answer: bool = True,
     ) -> Obj:
         """As :meth:`request`, with the body already serialised (e.g. a bind's)."""
         label = f"{method} {path}"
@@ -311,14 +316,14 @@ class KubeClient:
             try:
                 if self._writes is not None and method != "GET":
                     async with asyncio.timeout(self.timeout):
-                        status, answer = await self._writes.request(
+                        status, reply = await self._writes.request(
                             method, path, {**self._accept, **headers}, content, params
                         )
                 else:
                     async with self._http.request(
                         method, url, params=params, data=content, headers=headers
                     ) as response:
-                        status, answer = response.status, await response.read()
+                        status, reply = response.status, await response.read()
             except _TRANSPORT_ERRORS as exc:
                 raise self._transport_error(label, exc) from exc
             self.reachability.answered()
@@ -327,8 +332,8 @@ class KubeClient:
                 continue  # new credentials (a rotated token): once more
             break
         if status >= 400:
-            raise ApiError.from_response(status, answer, request=label)
-        return _decode(answer, label)
+            raise ApiError.from_response(status, reply, request=label)
+        return _decode(reply, label) if answer else {}
 
     # ------------------------------------------------------------------ verbs
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
@@ -379,11 +384,13 @@ class KubeClient:
             if not token:
                 return ObjectList(items, resource_version)
 
-    async def create(self, resource: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+    async def create(
+        self, resource: Resource, obj: Obj, namespace: str | None = None, *, answer: bool = True
+    ) -> Obj:
         """POST; the namespace defaults to the object's own ``metadata.namespace``."""
         if resource.namespaced and namespace is None:
             namespace = (obj.get("metadata") or {}).get("namespace") or "default"
-        return await self.request("POST", resource.path(namespace), body=obj)
+        return await self.request("POST", resource.path(namespace), body=obj, answer=answer)
 
     async def replace(
         self,

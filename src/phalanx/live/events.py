@@ -55,8 +55,8 @@ def reference(obj: Obj) -> Obj:
     return ref
 
 
-def _name_and_namespace(regarding: Obj) -> tuple[str, str]:
-    ref = reference(regarding)
+def _name_and_namespace(ref: Obj) -> tuple[str, str]:
+    """An Event's name and namespace from the reference to what it is about."""
     return f"{ref['name']}.{time.time_ns():x}", ref.get("namespace") or "default"
 
 
@@ -73,7 +73,8 @@ def event(
     now: datetime | None = None,
 ) -> Obj:
     """An ``events.k8s.io/v1`` Event about ``regarding`` (a pod, PodGroup, node...)."""
-    name, namespace = _name_and_namespace(regarding)
+    ref = reference(regarding)
+    name, namespace = _name_and_namespace(ref)
     body: Obj = {
         "apiVersion": EVENTS_V1.api_version,
         "kind": "Event",
@@ -85,7 +86,7 @@ def event(
         "reason": reason,
         "note": note[:1024],  # the API's limit on note
         "type": type_,
-        "regarding": reference(regarding),
+        "regarding": ref,
     }
     if related is not None:
         body["related"] = reference(related)
@@ -103,13 +104,14 @@ def core_event(
     now: datetime | None = None,
 ) -> Obj:
     """A legacy ``v1`` Event about ``regarding``."""
-    name, namespace = _name_and_namespace(regarding)
+    ref = reference(regarding)
+    name, namespace = _name_and_namespace(ref)
     stamp = rfc3339(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": name, "namespace": namespace},
-        "involvedObject": reference(regarding),
+        "involvedObject": ref,
         "reason": reason,
         "message": message,
         "type": type_,
@@ -122,10 +124,11 @@ def core_event(
     }
 
 
-async def create(client: KubeClient, body: Obj) -> Obj:
-    """POST an Event built by :func:`event` or :func:`core_event`."""
+async def create(client: KubeClient, body: Obj, *, answer: bool = True) -> Obj:
+    """POST an Event built by :func:`event` or :func:`core_event`; the Event created
+    (``answer=False``: ``{}``, not decoded)."""
     resource = EVENTS if body.get("apiVersion") == "v1" else EVENTS_V1
-    return await client.create(resource, body)
+    return await client.create(resource, body, answer=answer)
 
 
 class EventRecorder:
@@ -201,7 +204,7 @@ class EventRecorder:
             body = self._queue.popleft()
             self._busy += 1
             try:
-                await create(self.client, body)
+                await create(self.client, body, answer=False)
                 self.written += 1
             except LiveError as exc:
                 self.failed += 1

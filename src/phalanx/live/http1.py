@@ -89,25 +89,21 @@ class _Response:
         return True
 
     def _head(self, head: bytes) -> None:
-        lines = head.split(b"\r\n")
-        parts = lines[0].split(b" ", 2)
+        first = head.split(b"\r\n", 1)[0]
+        parts = first.split(b" ", 2)
         if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise ConnectionError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+            raise ConnectionError(f"not an HTTP/1.x status line: {first[:80]!r}")
         status = int(parts[1])
         if 100 <= status < 200:
             return  # an interim answer (100 Continue): the real one follows
         self.status = status
-        connection = b""
         self.keep = parts[0] != b"HTTP/1.0"
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            name, value = name.strip().lower(), value.strip()
-            if name == b"content-length":
-                self.length = int(value)
-            elif name == b"transfer-encoding":
-                self.chunked = value.lower().endswith(b"chunked")
-            elif name == b"connection":
-                connection = value.lower()
+        lower = head.lower()  # only three headers matter: find them, not every line
+        length = _header(lower, b"content-length")
+        if length is not None:
+            self.length = int(length)
+        self.chunked = (_header(lower, b"transfer-encoding") or b"").endswith(b"chunked")
+        connection = _header(lower, b"connection")
         if connection == b"close":
             self.keep = False
         elif connection == b"keep-alive":
@@ -144,6 +140,16 @@ class _Response:
                 return False
             self.body += buffer[end + 2 : end + 2 + size]
             del buffer[: end + 2 + size + 2]
+
+
+def _header(head: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` in a lower-cased response head (the first such line)."""
+    start = head.find(b"\r\n" + name + b":")
+    if start < 0:
+        return None
+    start += len(name) + 3
+    end = head.find(b"\r\n", start)
+    return head[start : end if end >= 0 else len(head)].strip()
 
 
 class _Connection(asyncio.Protocol):

@@ -166,6 +166,7 @@ class StatusWriter:
                     str(meta.get("name")),
                     item.status,
                     meta.get("namespace"),
+                    answer=False,
                 )
             except LiveError as exc:
                 logger.warning("could not write the status of PodGroup %s: %s", marker[1], exc)

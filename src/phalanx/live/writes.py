@@ -51,11 +51,19 @@ def binding(namespace: str, pod: str, node: str, *, uid: str | None = None) -> O
 
 
 async def bind(
-    client: KubeClient, namespace: str, pod: str, node: str, *, uid: str | None = None
+    client: KubeClient,
+    namespace: str,
+    pod: str,
+    node: str,
+    *,
+    uid: str | None = None,
+    answer: bool = True,
 ) -> Obj:
-    """Bind ``namespace/pod`` to ``node``; the server's Status dict (``status: Success``)."""
+    """Bind ``namespace/pod`` to ``node``; the server's Status dict (``status: Success``;
+    ``answer=False``: ``{}``, the answer not decoded)."""
     path = PODS.path(namespace, pod, "binding")
-    return await client.request("POST", path, body=binding(namespace, pod, node, uid=uid))
+    body = binding(namespace, pod, node, uid=uid)
+    return await client.request("POST", path, body=body, answer=answer)
 
 
 async def evict(client: KubeClient, namespace: str, pod: str, uid: str | None = None) -> Obj:
@@ -121,14 +129,18 @@ async def patch_pod_status(
 
 
 async def patch_status(
-    client: KubeClient, resource: Resource, name: str, status: Obj, namespace: str | None = None
+    client: KubeClient,
+    resource: Resource,
+    name: str,
+    status: Obj,
+    namespace: str | None = None,
+    *,
+    answer: bool = True,
 ) -> Obj:
-    """JSON-merge ``status`` into the ``/status`` subresource of ``resource`` ``name``."""
-    return await client.patch(
-        resource,
-        name,
-        {"status": status},
-        namespace,
-        patch_type=PatchType.MERGE,
-        subresource="status",
+    """JSON-merge ``status`` into the ``/status`` subresource of ``resource`` ``name``; the
+    object written (``answer=False``: ``{}``, not decoded)."""
+    path = resource.path(namespace, name, "status")
+    body = {"status": status}
+    return await client.request(
+        "PATCH", path, body=body, content_type=PatchType.MERGE, answer=answer
     )
