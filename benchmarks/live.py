@@ -39,7 +39,9 @@ Case ``scale`` (issue 8's "live at scale"): 5,000 nodes (``--scale-nodes``) with
 
 ``--no-status`` turns off the Scheduled Events and PodGroup status writes (``write_status``);
 ``--fold-above N`` sets how many queued Events make the scheduler fold a gang's per-pod
-``Scheduled`` Events into its PodGroup's (``events_folded`` in the output).
+``Scheduled`` Events into its PodGroup's (``events_folded`` in the output). ``--pin`` puts the
+scheduler on CPU 0 and the server on CPU 1 (Linux): a core each, as far as other processes of
+the machine let them.
 ``--profile FILE`` writes a cProfile (CPU time) of ``Live/scale-throughput``. The JSON objects
 are also saved to ``benchmarks/results/live.json``.
 """
@@ -247,6 +249,8 @@ class ChildServer:
 
     async def __aenter__(self) -> ChildServer:
         self.process.start()
+        if PIN[0] and self.process.pid is not None:
+            os.sched_setaffinity(self.process.pid, {1})  # the scheduler keeps CPU 0
         self.url = await asyncio.get_running_loop().run_in_executor(None, self.conn.recv)
         return self
 
@@ -323,6 +327,8 @@ def report(
 
 #: ``--bind-concurrency``: API writes in flight
 BIND_CONCURRENCY = [16]
+#: ``--pin``: the scheduler on CPU 0, the server (child process) on CPU 1
+PIN = [False]
 #: ``--fold-above``: Events queued from which a gang's per-pod Scheduled Events fold (None:
 #: the recorder's default)
 FOLD_ABOVE: list[int | None] = [None]
@@ -412,6 +418,7 @@ async def scale_case(args: argparse.Namespace, write_status: bool, where: str) -
             startup = time.perf_counter() - started
             await scheduler.run_once()  # the first cycle plans every group once
             common = {"server": where, "write_status": write_status, "bound": bound_pods}
+            common["pinned"] = PIN[0]
             cpu = []
             for _ in range(args.idle_cycles):
                 before = time.process_time()
@@ -540,6 +547,11 @@ def main() -> None:
         "--bind-concurrency", type=int, default=16, help="API writes in flight (serve's default)"
     )
     parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the scheduler to CPU 0 and the server process to CPU 1 (a core each)",
+    )
+    parser.add_argument(
         "--fold-above",
         type=int,
         help="Events queued from which a gang's per-pod Scheduled Events are folded into its "
@@ -556,6 +568,9 @@ def main() -> None:
     args = parser.parse_args()
     BIND_CONCURRENCY[0] = args.bind_concurrency
     FOLD_ABOVE[0] = args.fold_above
+    if args.pin:
+        PIN[0] = True
+        os.sched_setaffinity(0, {0})
     status = not args.no_status
     logging.basicConfig(level=logging.WARNING)
     if args.case in ("gang", "all"):
