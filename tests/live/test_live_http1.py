@@ -147,3 +147,21 @@ async def test_a_kept_connection_hung_up_before_answering_is_retried_once_on_a_n
         assert await pool.request("POST", "/x", {}, b"{}") == (201, b'{"n": 2}')
         pool.close()
     assert len(seen) == 3  # the second request was read twice: hung up, then answered
+
+
+async def test_a_request_past_its_timeout_fails_and_its_connection_is_dropped() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1)  # reads, never answers
+        await asyncio.sleep(5)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        async with KubeClient(config_for_server(url), trust_env=False) as client:
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(TransportError, match=r"not answered within 0\.10 s"):
+                await client.request("POST", "/api/v1/namespaces/a/events", body={}, timeout=0.1)
+            assert asyncio.get_running_loop().time() - started < 2.0
+            assert client._writes is not None and not client._writes._idle
+    finally:
+        server.close()

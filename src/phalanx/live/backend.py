@@ -273,23 +273,22 @@ class LiveBackend:
     async def _bind_pod(self, pod: PodInfo, node: str, clock: _GangClock) -> LiveError | None:
         uid = self.cache.snapshot.uid(pod.key)
         async with self.semaphore:  # queued behind other gangs' binds: not yet the gang's time
-            seconds = clock.left()
-            try:
-                async with asyncio.timeout(seconds):
-                    error = await self._try_bind(pod, node, uid)
-            except TimeoutError:
-                error = TransportError(f"bind of {pod.key} not answered within {seconds:.2f} s")
+            error = await self._try_bind(pod, node, uid, clock)
         self.scheduler.on_bind(error is None)
         return error
 
-    async def _try_bind(self, pod: PodInfo, node: str, uid: str | None) -> LiveError | None:
+    async def _try_bind(
+        self, pod: PodInfo, node: str, uid: str | None, clock: _GangClock
+    ) -> LiveError | None:
+        """Bind ``pod`` within what is left of its gang's clock (the request's own timeout:
+        past it, a :class:`TransportError`, retriable)."""
         try:
             client, namespace, name = self.scheduler.client, pod.spec.namespace, pod.spec.name
-            await bind(client, namespace, name, node, uid=uid, answer=False)
+            await bind(client, namespace, name, node, uid=uid, answer=False, timeout=clock.left())
         except ApiError as exc:
             if not exc.conflict:
                 return exc
-            bound_to = await self._already_bound(pod, uid)
+            bound_to = await self._already_bound(pod, uid, clock.left())
             if bound_to is None:
                 return exc
             logger.info("bind %s: already bound to %s (an earlier attempt)", pod.key, bound_to)
@@ -297,15 +296,18 @@ class LiveBackend:
             return exc
         return None
 
-    async def _already_bound(self, pod: PodInfo, uid: str | None) -> str | None:
+    async def _already_bound(
+        self, pod: PodInfo, uid: str | None, timeout: float | None = None
+    ) -> str | None:
         """After a 409 on a bind: the node this very pod (same uid) is bound to, if it is.
 
         The API server answers 409 when the pod is already assigned — e.g. an earlier attempt
         that timed out had in fact committed, or a stopped scheduler's bind landed late. That
         pod is bound, not refused; a 409 for a re-created pod (another uid) is a refusal.
         """
+        path = PODS.path(pod.spec.namespace, pod.spec.name)
         try:
-            current = await self.scheduler.client.get(PODS, pod.spec.name, pod.spec.namespace)
+            current = await self.scheduler.client.request("GET", path, timeout=timeout)
         except LiveError:
             return None
         meta = current.get("metadata") or {}

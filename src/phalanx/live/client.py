@@ -290,12 +290,20 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         answer: bool = True,
+        timeout: float | None = None,
     ) -> Obj:
         """One request; the JSON answer as a dict, or ApiError/TransportError. ``answer=False``:
-        a success's body is not decoded (``{}``; a scheduler's writes seldom read it)."""
+        a success's body is not decoded (``{}``; a scheduler's writes seldom read it).
+        ``timeout``: seconds for this request, if less than the client's."""
         content = None if body is None else json.dumps(body).encode()
         return await self.send(
-            method, path, content, params=params, content_type=content_type, answer=answer
+            method,
+            path,
+            content,
+            params=params,
+            content_type=content_type,
+            answer=answer,
+            timeout=timeout,
         )
 
     async def send(
@@ -307,22 +315,26 @@ class KubeClient:
         params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
         answer: bool = True,
+        timeout: float | None = None,
     ) -> Obj:
         """As :meth:`request`, with the body already serialised (e.g. a bind's)."""
         label = f"{method} {path}"
         url = self._base + path
+        seconds = self.timeout if timeout is None else min(timeout, self.timeout)
         for attempt in range(2):
             headers = await self._headers(None if content is None else content_type)
             try:
                 if self._writes is not None and method != "GET":
-                    async with asyncio.timeout(self.timeout):
-                        status, reply = await self._writes.request(
-                            method, path, {**self._accept, **headers}, content, params
-                        )
+                    status, reply = await self._writes.request(
+                        method, path, {**self._accept, **headers}, content, params, seconds
+                    )
                 else:
-                    async with self._http.request(
-                        method, url, params=params, data=content, headers=headers
-                    ) as response:
+                    async with (
+                        asyncio.timeout(None if timeout is None else seconds),
+                        self._http.request(
+                            method, url, params=params, data=content, headers=headers
+                        ) as response,
+                    ):
                         status, reply = response.status, await response.read()
             except _TRANSPORT_ERRORS as exc:
                 raise self._transport_error(label, exc) from exc

@@ -19,8 +19,8 @@ closed before any answer; the request is then sent once more on a new connection
 aiohttp and Go's transport do; a bind sent twice answers 409, which the bind path reads as
 "already bound by this very pod"). Any other failure raises ``OSError`` (``ConnectFailed``
 when no connection could be made) and closes that connection; the caller's timeout
-(``asyncio.timeout``) cancels a request and closes its connection too. Parsing errors raise
-``ConnectionError``.
+(``asyncio.timeout``) cancels a request and closes its connection too; so does the request's
+own ``timeout`` (one timer, raising ``TimeoutError``). Parsing errors raise ``ConnectionError``.
 """
 
 from __future__ import annotations
@@ -190,6 +190,13 @@ class _Connection(asyncio.Protocol):
             response = self._response
             waiter.set_result((response.status, bytes(response.body), response.keep))
 
+    def expire(self, seconds: float) -> None:
+        """The request's deadline passed: fail it and drop the connection."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(TimeoutError(f"not answered within {seconds:.2f} s"))
+        self.close()
+
     def eof_received(self) -> bool:
         return False  # close our side too
 
@@ -250,7 +257,13 @@ class Http1Pool:
         headers: Mapping[str, str],
         body: bytes | None = None,
         params: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> tuple[int, bytes]:
+        """Send one request; (status, body). ``timeout``: seconds for all of it (connecting,
+        a retry on a new connection): past it, ``TimeoutError`` and the connection is closed
+        (one timer per request: cheaper than an ``asyncio.timeout`` around it)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         target = self.prefix + path + ("?" + urlencode(params) if params else "")
         lines = [f"{method} {target} HTTP/1.1\r\n", self._host_header]
         lines += [f"{name}: {value}\r\n" for name, value in headers.items()]
@@ -262,31 +275,44 @@ class Http1Pool:
             if connection.closed:
                 continue
             try:
-                return await self._exchange(connection, data)
+                return await self._exchange(connection, data, deadline)
             except _Stale:
                 continue  # closed by the server while idle: try the next, or a new one
-        return await self._exchange(await self._connect(), data)
+        return await self._exchange(await self._connect(deadline), data, deadline)
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self, deadline: float | None) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
-            _, connection = await loop.create_connection(
-                _Connection,
-                self.host,
-                self.port,
-                ssl=self.tls,
-                server_hostname=self.host if self.tls is not None else None,
-            )
+            async with asyncio.timeout_at(deadline):
+                _, connection = await loop.create_connection(
+                    _Connection,
+                    self.host,
+                    self.port,
+                    ssl=self.tls,
+                    server_hostname=self.host if self.tls is not None else None,
+                )
+        except TimeoutError as exc:
+            raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: timed out") from exc
         except OSError as exc:  # refused, unreachable, DNS, TLS handshake (ssl.SSLError)
             raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         return connection
 
-    async def _exchange(self, connection: _Connection, data: bytes) -> tuple[int, bytes]:
+    async def _exchange(
+        self, connection: _Connection, data: bytes, deadline: float | None
+    ) -> tuple[int, bytes]:
+        loop = asyncio.get_running_loop()
+        timer = None
+        if deadline is not None:
+            seconds = max(0.0, deadline - loop.time())
+            timer = loop.call_at(deadline, connection.expire, seconds)
         try:
             status, body, keep = await connection.send(data)
         except BaseException:
             connection.close()  # failed, timed out or cancelled: its state is unknown
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
         if keep and not connection.closed and len(self._idle) < self.max_idle:
             self._idle.append(connection)
         else:

@@ -58,12 +58,13 @@ async def bind(
     *,
     uid: str | None = None,
     answer: bool = True,
+    timeout: float | None = None,
 ) -> Obj:
     """Bind ``namespace/pod`` to ``node``; the server's Status dict (``status: Success``;
-    ``answer=False``: ``{}``, the answer not decoded)."""
+    ``answer=False``: ``{}``, the answer not decoded); ``timeout``: seconds it may take."""
     path = PODS.path(namespace, pod, "binding")
     body = binding(namespace, pod, node, uid=uid)
-    return await client.request("POST", path, body=body, answer=answer)
+    return await client.request("POST", path, body=body, answer=answer, timeout=timeout)
 
 
 async def evict(client: KubeClient, namespace: str, pod: str, uid: str | None = None) -> Obj:
