@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 
 from phalanx.live import KubeClient, config_for_server
 from phalanx.live.errors import ApiError, TransportError
-from phalanx.live.http1 import Http1Pool, _Response, proxied
+from phalanx.live.http1 import ConnectFailed, Http1Pool, _Response, proxied
 
 #: A script: the raw answers to the requests of one connection, in order (None: hang up).
 Script = list[bytes | None]
@@ -151,8 +155,8 @@ async def test_a_kept_connection_hung_up_before_answering_is_retried_once_on_a_n
 
 async def test_a_request_past_its_timeout_fails_and_its_connection_is_dropped() -> None:
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read(1)  # reads, never answers
-        await asyncio.sleep(5)
+        await reader.read()  # reads until the client hangs up, never answers
+        writer.close()
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
@@ -165,3 +169,45 @@ async def test_a_request_past_its_timeout_fails_and_its_connection_is_dropped() 
             assert client._writes is not None and not client._writes._idle
     finally:
         server.close()
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (and its key), made by the openssl command."""
+    cert, key = directory / "server.crt", directory / "server.key"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+            *("-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_writes_go_over_tls_with_the_configurations_context(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    seen: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(ok(b'{"tls": true}'))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=served)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        trusting = ssl.create_default_context(cafile=str(cert))
+        pool = Http1Pool(url, trusting)
+        assert await pool.request("POST", "/x", {}, b"{}") == (201, b'{"tls": true}')
+        pool.close()
+        with pytest.raises(ConnectFailed):  # the system's CAs do not know it
+            await Http1Pool(url, ssl.create_default_context()).request("POST", "/x", {}, b"{}")
+    finally:
+        server.close()
+    assert seen[0].startswith(b"POST /x HTTP/1.1")

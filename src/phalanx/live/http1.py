@@ -275,10 +275,11 @@ class Http1Pool:
             if connection.closed:
                 continue
             try:
-                return await self._exchange(connection, data, deadline)
+                return await self._exchange(connection, data, deadline, timeout)
             except _Stale:
                 continue  # closed by the server while idle: try the next, or a new one
-        return await self._exchange(await self._connect(deadline), data, deadline)
+        connection = await self._connect(deadline)
+        return await self._exchange(connection, data, deadline, timeout)
 
     async def _connect(self, deadline: float | None) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -298,13 +299,16 @@ class Http1Pool:
         return connection
 
     async def _exchange(
-        self, connection: _Connection, data: bytes, deadline: float | None
+        self,
+        connection: _Connection,
+        data: bytes,
+        deadline: float | None,
+        timeout: float | None,
     ) -> tuple[int, bytes]:
         loop = asyncio.get_running_loop()
         timer = None
         if deadline is not None:
-            seconds = max(0.0, deadline - loop.time())
-            timer = loop.call_at(deadline, connection.expire, seconds)
+            timer = loop.call_at(deadline, connection.expire, timeout or 0.0)
         try:
             status, body, keep = await connection.send(data)
         except BaseException:
