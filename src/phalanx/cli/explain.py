@@ -75,6 +75,7 @@ async def run_explain(args: argparse.Namespace) -> list[GangReport]:
                 policy=settings.policy,
                 scorers=settings.scoring,
                 topology=settings.topology,
+                orderings=settings.orderings,
             )
     except TransportError as exc:
         raise TransportError(

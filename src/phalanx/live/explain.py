@@ -111,9 +111,11 @@ async def explain(
     scorers: Sequence[Scorer] | None = None,
     now: float | None = None,
     topology: Sequence[str] = (),
+    orderings: Sequence[str] | None = None,
 ) -> list[GangReport]:
     """Reports for the waiting gangs (of ``namespace``, named ``name``, when given);
-    ``topology``: the settings' topology levels."""
+    ``topology``: the settings' topology levels; ``orderings``: the settings' ordering
+    plugins (None: the policy's own)."""
     now = time.time() if now is None else now
     nodes = await _list(client, NODES)
     pods = await _list(client, PODS)
@@ -145,7 +147,7 @@ async def explain(
         now=now,
     )
     state = snapshot.state
-    scheduler = Scheduler(get_policy(policy), scorers=scorers)
+    scheduler = Scheduler(get_policy(policy), scorers=scorers, orderings=orderings)
     scheduler.config = dataclasses.replace(
         scheduler.config, scheduler_names=frozenset({scheduler_name})
     )
