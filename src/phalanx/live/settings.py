@@ -5,11 +5,13 @@ defaults below. Example::
 
     schedulerName: phalanx
     period: 1.0            # seconds between cycles (at least)
-    policy: phalanx        # phalanx | volcano (the gang-aware policies of the engine)
-    actions: [allocate]    # the policy's actions, in order (default: the policy's own list)
+    policy: phalanx        # phalanx | phalanx-reserve | volcano (the engine's gang-aware ones)
+    actions: [reserve, allocate, preempt, reclaim]   # the policy's actions, in order
+                           # (default: the policy's own list; these are phalanx's)
     orderings: [queues, priority, least-slack, gang]   # the policy's ordering plugins, in
-                           # tier order (default: the policy's own); least-slack runs gangs
-                           # of equal priority closest to their phalanx.dev/deadline first
+                           # tier order (default: the policy's own; phalanx's: queues,
+                           # priority, gang); least-slack runs gangs of equal priority
+                           # closest to their phalanx.dev/deadline first
     scoring:               # node-scoring plugins and their weights (default: binpack: 1)
       binpack: 1           # a weight, or {weight: N, resources: {nvidia.com/gpu: 10, cpu: 1}}
       spread: 0            # weight 0 leaves a plugin out
