@@ -18,6 +18,10 @@ Invariants (:meth:`EngineDriver.check`, after every operation):
 - **GPU devices**: every device between 0 and a whole GPU free, and the used share of a node's
   devices equals its requested GPU;
 - **discard restores exactly**: a discarded Statement leaves table, pods and gangs as before;
+- **a cycle changes nothing until applied**: between a cycle and the applier the state's
+  :func:`footprint` (its fingerprint, every gang's and pod's history fields, the Permit
+  waiters, held room and assumed binds) is as before the cycle, under every policy (see
+  :func:`check_untouched` for the housekeeping a session may do when it opens);
 - **same seed, same decisions**: :func:`decisions` of one seed twice are equal;
 - **incremental equals rebuilt**: every ``rebuild_every`` operations the functions of
   :data:`REBUILD_CHECKS` run; :func:`check_rebuilt` builds a state from scratch from the same
@@ -171,7 +175,9 @@ class EngineDriver:
     def cycle(self, dt: float | None = None) -> None:
         self.now += self.rng.choice([0.5, 1.0, 3.0]) if dt is None else dt
         before = {g.ident: _bound(g) for g in self.state.gangs.values()}
+        untouched = footprint(self.state)
         result = self.scheduler.cycle(self.state, self.now)
+        check_untouched(untouched, footprint(self.state))
         self.counts["cycle"] += 1
         keys = [pod.key for pod, _ in result.binds]
         assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
@@ -179,8 +185,8 @@ class EngineDriver:
         for pod in result.evictions:  # preempt/reclaim: only for a preemptor planned whole
             assert result.disruptions[pod.key][1] in held, f"{pod.key} evicted for no hold"
         for pod, node in result.binds:
-            assert pod.status in (PodStatus.ALLOCATED, PodStatus.RESERVED), pod.key
-            assert pod.node == node
+            assert pod.status in (PodStatus.PENDING, PodStatus.RESERVED), pod.key
+            assert pod.status is PodStatus.PENDING or pod.node == node
         apply(result, self.state, MemoryBackend(self.state, self.now))  # the shared applier
         for pod in result.evictions:  # gone at once, re-created pending by its controller
             self.state.remove_pod(pod.key)
@@ -352,6 +358,57 @@ class EngineDriver:
 
 def _key(pod: PodInfo) -> str:
     return pod.key
+
+
+def footprint(state: ClusterState) -> dict[str, Any]:
+    """Everything of ``state`` a cycle may change only through its result: the fingerprint
+    (node usage and devices, pods' status, node and devices, gangs' counts), every gang's
+    condition, timeout, backoff, attempt, Permit deadline and expected start, every pod's
+    backoff, unschedulable mark and eviction reason, the gangs waiting at Permit, the room
+    held for preemptors and the binds not yet confirmed."""
+    gangs = {
+        ident: (
+            g.condition,
+            g.timed_out,
+            g.failures,
+            g.backoff_until,
+            g.attempted,
+            g.permit_deadline,
+            g.expected_start,
+            g.expected_reason,
+            g.invalid,
+        )
+        for ident, g in state.gangs.items()
+    }
+    pods = {
+        key: (p.failures, p.backoff_until, p.blocked_at, p.evicted_for, p.bound_at)
+        for key, p in state.pods.items()
+    }
+    holds = state.queues.holds
+    return {
+        "fingerprint": state.fingerprint(),
+        "gangs": gangs,
+        "pods": pods,
+        "permits": list(state.permits),
+        "holds": {g: (h.since, h.victims, tuple(sorted(h.pods.items()))) for g, h in holds.items()},
+        "assumed": dict(state.assumed),
+        "version": state.version,
+        "freed": state.freed,
+        "pipelined": state.table.pipelined.tolist(),
+        "releasing": state.table.releasing.tolist(),
+    }
+
+
+def check_untouched(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """``after`` (the footprint once a cycle ran, its result not applied) equals ``before``,
+    but for the housekeeping the queues plugin does when a session opens: holds whose gang
+    went, is placed or waited too long are dropped (whichever cycle looks next drops them),
+    and ``freed`` moves when queues become active (every parked gang is woken: more work,
+    never a different decision)."""
+    changed = [k for k in before if k not in ("holds", "freed") and before[k] != after[k]]
+    assert not changed, f"a cycle changed the state before apply: {changed}"
+    assert after["holds"].items() <= before["holds"].items(), "a cycle added or changed a hold"
+    assert after["freed"] - before["freed"] in (0, 1)
 
 
 def _bound(gang: GangInfo) -> int:

@@ -8,6 +8,8 @@ release finished pods) and checks the engine's invariants after every step:
   minimum (placed = bound or finished after being bound; nothing is mid-cycle);
 - ``requested <= allocatable``, and ``requested`` is exactly the sum of the bound pods' requests;
 - outside a cycle no pod is ALLOCATED or PIPELINED, pending pods are on no node, no claims linger;
+- a cycle changes nothing until the applier carries its result out (``random_engine.footprint``:
+  the fingerprint, gangs' and pods' history fields, Permit waiters, held room);
 - the gangs' counters match their members, and ``waiting`` is exactly the gangs with a pending pod;
 - the state, changed incrementally (nodes added, updated, cordoned and removed; pods deleted
   while bound; specs updated; gangs evicted), equals a state rebuilt from scratch from the
@@ -43,6 +45,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from random_engine import check_untouched, footprint
 
 from phalanx.api.queues import QueueSpec
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
@@ -258,18 +261,20 @@ class EngineMachine(RuleBasedStateMachine):
         self.now += dt
         self.cycles += 1
         self._end_estimated_gangs()
+        untouched = footprint(self.state)
         result = self.scheduler.cycle(self.state, self.now)
+        check_untouched(untouched, footprint(self.state))  # nothing changed until applied
         self._check_reservations(result.expected)
         keys = [pod.key for pod, _ in result.binds]
         assert len(keys) == len(set(keys)), "a pod bound twice in one cycle"
         for pod, node in result.binds:
-            assert pod.status is PodStatus.ALLOCATED and pod.node == node
+            assert pod.status is PodStatus.PENDING and node >= 0
         self._check_evictions(result)
+        apply(result, self.state, MemoryBackend(self.state, self.now))
         for ident in self.preemptors:  # their victims went at the end of the last cycle
             gang = self.state.gangs.get(ident)
             assert gang is None or gang.ready(), f"{ident} evicted others but was not placed"
         self.preemptors = [hold.gang for hold in result.holds]
-        apply(result, self.state, MemoryBackend(self.state, self.now))
         for pod in result.evictions:  # gone at once, re-created pending by its controller
             self.state.remove_pod(pod.key)
             self.state.add_pod(pod.spec, self.now)

@@ -26,6 +26,7 @@ from phalanx.api.specs import (
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodStatus
+from phalanx.framework.backend import MemoryBackend, apply
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Op
 from phalanx.policies import get_policy
@@ -191,13 +192,14 @@ def test_commit_reports_exactly_the_allocations_and_evictions(nodes, pods, data)
     state = build(nodes, pods)
     session = open_session(state)
     requested_before = session.table.requested.copy()
+    pods_before = {k: (p.status, p.node, p.gpus) for k, p in state.pods.items()}
 
     stmt = session.statement()
     run_operations(data, session, stmt)
     allocations = [(o.pod, o.node) for o in stmt.operations if o.op is Op.ALLOCATE]
     evictions = [o.pod for o in stmt.operations if o.op is Op.EVICT]
     stmt.commit()
-    result = session.close()  # must not undo a committed statement
+    result = session.close()  # the result keeps the committed statement, for the applier
 
     assert [(p.key, n) for p, n in result.binds] == [(p.key, n) for p, n in allocations]
     assert all(a is b for (a, _), (b, _) in zip(result.binds, allocations, strict=True))
@@ -205,7 +207,11 @@ def test_commit_reports_exactly_the_allocations_and_evictions(nodes, pods, data)
     expected = requested_before.copy()
     for pod, node in allocations:
         expected[node] += pod.request
-    assert np.array_equal(session.table.requested, expected)
+    assert np.array_equal(session.table.requested, expected)  # the session's own table
+    # the shared pods are as the session found them until the applier carries the result out
+    assert {k: (p.status, p.node, p.gpus) for k, p in state.pods.items()} == pods_before
+    apply(result, state, MemoryBackend(state))
+    assert np.array_equal(state.table.requested, expected)
     for pod, node in allocations:
         assert pod.node == node
-        assert pod.status in (PodStatus.ALLOCATED, PodStatus.RELEASING)
+        assert pod.status in (PodStatus.BOUND, PodStatus.RELEASING)

@@ -110,7 +110,7 @@ def test_a_gang_that_failed_for_room_is_parked_until_room_frees() -> None:
     assert "default/g" in state.blocked and "default/g" not in state.waiting
     state.add_pod(pod("newcomer"), 2.0)  # an arrival only takes room away: still parked
     assert "default/g" in state.blocked
-    assert scheduler.cycle(state, 2.0).attempts == 1  # only the newcomer was tried
+    assert run_cycle(scheduler, state, 2.0).attempts == 1  # only the newcomer was tried
     state.release(hog)  # room freed: the parked gang could fit now, so the next look wakes it
     assert "default/g" in {g.ident for g in state.waiting_gangs()} and not state.blocked
     retry = scheduler.cycle(state, 3.0)

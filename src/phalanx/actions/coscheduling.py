@@ -22,6 +22,12 @@ fails, not to be used. Semantics (kubernetes-sigs/scheduler-plugins, pkg/cosched
 
 The known failure follows: groups that interleave hold partial resources — paid for, idle —
 until a timeout or a rejection frees them, and then may do it again.
+
+Everything that lasts from one cycle to the next goes through the cycle's result: holds are
+reservations (a Statement committed with ``reserve``), rejections give them back through a
+Statement (``unreserve``), Permit deadlines and pods' backoffs are recorded in the result, and
+the applier keeps the gangs waiting at Permit in ``ClusterState.permits``. The action itself
+keeps only what one cycle needs and a cache of request descriptions.
 """
 
 from __future__ import annotations
@@ -51,7 +57,6 @@ class Coscheduling:
 
     def __init__(self, args: CoschedulingArgs = CoschedulingArgs()) -> None:
         self.args = args
-        self.at_permit: dict[str, GangInfo] = {}  # gangs with pods waiting at Permit
         self.freed_now = False  # this cycle released reservations
         self._alive: dict[str, int] = {}  # live members per group, this cycle
         self._described: dict[bytes, str] = {}  # request → its description, for messages
@@ -92,9 +97,8 @@ class Coscheduling:
                 deadline = session.now + self._timeout(gang)
                 session.set_permit_deadline(gang, deadline)
                 session.result.wake_at.append(deadline)
-        for ident, stmt in waiting.items():
+        for stmt in waiting.values():  # held at Permit: their deadlines are set
             stmt.commit(reserve=True)
-            self.at_permit[ident] = stmt.operations[0].pod.gang
         unschedulable.park(session, gangs)
 
     # -- queue ---------------------------------------------------------------------------------
@@ -140,15 +144,14 @@ class Coscheduling:
             if pod.status is PodStatus.RESERVED and id(pod) not in listed:
                 session.result.binds.append((pod, pod.node))
         session.set_permit_deadline(gang, None)
-        self.at_permit.pop(gang.ident, None)
         session.placed(gang)
 
     def _expire(self, session: Session) -> int:
         """Groups whose Permit wait ran out: reject their waiting pods; how many were freed."""
         released = 0
-        for ident, gang in list(self.at_permit.items()):
+        for gang in list(session.state.permits.values()):
             if not any(p.status is PodStatus.RESERVED for p in gang.members):
-                del self.at_permit[ident]
+                session.set_permit_deadline(gang, None)  # its holds went (deleted pods)
                 continue
             deadline = session.permit_deadline(gang)
             if deadline is not None and session.now >= deadline:
@@ -188,7 +191,6 @@ class Coscheduling:
             rejection.commit()
             released += len(held)
         session.set_permit_deadline(gang, None)
-        self.at_permit.pop(gang.ident, None)
         return released
 
     # -- helpers -----------------------------------------------------------------------------------

@@ -82,6 +82,9 @@ class ClusterState:
         self._unoffered: dict[str, PodInfo] = {}
         #: queues, their bindings and disruption budgets (see :mod:`phalanx.cluster.queues`)
         self.queues = QueueBook()
+        #: gangs with pods waiting at Permit (coscheduling): those with a ``permit_deadline``,
+        #: kept by the applier
+        self.permits: dict[str, GangInfo] = {}
 
     # -- nodes -------------------------------------------------------------------------------
     def node_index(self, name: str) -> int | None:
@@ -308,9 +311,12 @@ class ClusterState:
         self.version += 1
 
     # -- the backend applies decisions -----------------------------------------------------
-    def assume(self, pod: PodInfo, node: int, now: float) -> None:
-        """A committed bind the API has not confirmed yet: the pod holds ``node`` now."""
-        self.bind(pod, node, now)
+    def assume(
+        self, pod: PodInfo, node: int, now: float, gpus: tuple[int, ...] | None = None
+    ) -> None:
+        """A committed bind the API has not confirmed yet: the pod holds ``node`` now (on
+        ``gpus``, the devices the cycle chose, if given)."""
+        self.bind(pod, node, now, gpus)
         self.assumed[pod.key] = node
 
     def confirm(self, key: str) -> None:
@@ -350,20 +356,25 @@ class ClusterState:
         self.queues.track((pod.gang,))  # its queue's usage counts it from now on
         self._refresh_waiting(pod.gang)
 
-    def reserve(self, pod: PodInfo, node: int) -> None:
-        """Hold ``node``'s resources for ``pod`` without binding it (coscheduling's Permit)."""
-        self._take(pod, node, "reserve")
+    def reserve(self, pod: PodInfo, node: int, gpus: tuple[int, ...] | None = None) -> None:
+        """Hold ``node``'s resources for ``pod`` without binding it (coscheduling's Permit),
+        on ``gpus`` if given."""
+        if gpus is not None:
+            pod.gpus = gpus
+        self._take(pod, node, "reserve", keep_gpus=gpus is not None)
         self.version += 1
         pod.node = node
         pod.gang.move(pod, PodStatus.RESERVED)
         self._refresh_waiting(pod.gang)
 
     def unreserve(self, pod: PodInfo, node: int, gpus: tuple[int, ...]) -> None:
-        """Give back what a rejected reservation held on ``node``; the session has already
-        made the pod pending again."""
-        if pod.status is not PodStatus.PENDING:
+        """Give back what a rejected reservation held on ``node`` (on ``gpus``): the pod is
+        pending again."""
+        if pod.status is not PodStatus.RESERVED:
             raise ValueError(f"cannot unreserve {pod.key} in status {pod.status.value}")
         self.table.remove(node, pod.request, gpus)
+        pod.node, pod.gpus = -1, ()
+        pod.gang.move(pod, PodStatus.PENDING)
         self.version += 1
         self._freed()
         self._refresh_waiting(pod.gang)

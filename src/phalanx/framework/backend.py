@@ -1,9 +1,10 @@
 """The Backend contract, and the one applier that carries a cycle's decisions out.
 
 A cycle (:class:`~phalanx.framework.session.Session`) decides; it changes nothing outside its
-snapshot. :func:`apply` takes the :class:`CycleResult` and applies **every** field, first to
-the long-lived :class:`~phalanx.cluster.state.ClusterState` (so the next cycle sees the
-decisions at once), then through the runner's :class:`Backend`:
+snapshot (its Statements, committed ones included, are undone on the shared pods and gangs
+when it closes). :func:`apply` takes the :class:`CycleResult` and applies **every** field,
+first to the long-lived :class:`~phalanx.cluster.state.ClusterState` (so the next cycle sees
+the decisions at once), then through the runner's :class:`Backend`:
 
 ============== ========================================== ===================================
 field          state                                      backend
@@ -11,6 +12,7 @@ field          state                                      backend
 unreserved     ``unreserve`` (pod pending, node freed)    ``release``
 reservations   ``reserve`` (held, not bound)              ``reserve``
 binds          ``assume`` (holds its node at once)        ``bind`` (once per gang, in order)
+gpus           the devices binds and reservations take    —
 evictions      ``evict`` (releasing, still holds)         ``evict``
 disruptions    the pod's ``evicted_for`` (reason, by)     (read by ``evict``)
 holds          ``queues.holds`` (room kept for a gang)    —
@@ -29,7 +31,7 @@ unblocked      ``unblock`` (a parked gang wakes)          —
 attempts       —                                          ``attempts``
 tried          the gang's ``attempted`` (state version)   —
 retries        the pod's failures, backoff, blocked mark  —
-permits        the gang's ``permit_deadline``             —
+permits        ``permit_deadline``, ``permits``           —
 ============== ========================================== ===================================
 
 The simulator's backend confirms binds at once, moves its virtual clock and writes events; the
@@ -93,11 +95,11 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         state.unreserve(pod, node, gpus)
         backend.release(pod, node)
     for pod, node in result.reservations:
-        state.reserve(pod, node)
+        state.reserve(pod, node, result.gpus.get(pod.key) or None)
         backend.reserve(pod, node)
     for gang, binds in _by_gang(result.binds):
         for pod, node in binds:
-            state.assume(pod, node, now)
+            state.assume(pod, node, now, result.gpus.get(pod.key) or None)
         backend.bind(gang, binds)
     for hold in result.holds:
         state.queues.holds[hold.gang] = hold
@@ -151,6 +153,9 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         pod.blocked_at = retry.blocked_at
     for gang, deadline in result.permits.values():
         gang.permit_deadline = deadline
+        state.permits.pop(gang.ident, None)  # a gang waiting anew goes last
+        if deadline is not None:
+            state.permits[gang.ident] = gang
     backend.attempts(result.attempts)
 
 

@@ -5,10 +5,14 @@ plugins' hooks once, and offers actions what they need: the ordered units, node 
 validity and readiness votes, and Statements. Committed operations become the cycle's binds
 and evictions; the one applier (:func:`phalanx.framework.backend.apply`) applies them, and
 every other decision of the :class:`CycleResult` (conditions, timeouts, backoffs, wake-ups,
-queueing hints), to the authoritative state and the runner's backend. Pods are shared with the
-state, which is safe because every change to them in the session goes through a Statement and
-is either committed or undone before the session closes; gangs' conditions, timeouts and
-backoffs are not written by the session at all, only recorded in the result.
+queueing hints), to the authoritative state and the runner's backend. Pods and gangs are
+shared with the state, which is safe because every change to them in the session goes through
+a Statement, and every Statement's operations, committed ones included, are undone on the
+shared pods and gangs when the session closes (:func:`~phalanx.framework.statement.restore`):
+a closed cycle has changed nothing outside its own snapshot, and a result that is dropped
+leaves the state as it was (tested on ``ClusterState.fingerprint``). Gangs' conditions,
+timeouts, backoffs and attempts, pods' backoffs and Permit deadlines are not written by the
+session at all, only recorded in the result.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from phalanx.framework.plugin import (
     Scores,
 )
 from phalanx.framework.selection import Selector
-from phalanx.framework.statement import Op, Operation, Statement
+from phalanx.framework.statement import Op, Operation, Statement, restore
 from phalanx.framework.unit import Unit
 
 
@@ -62,6 +66,8 @@ class CycleResult:
     binds: list[tuple[PodInfo, int]] = field(default_factory=list)
     evictions: list[PodInfo] = field(default_factory=list)
     reservations: list[tuple[PodInfo, int]] = field(default_factory=list)  # held, not bound
+    #: pod key → the GPU devices its bind or reservation takes (chosen in the session)
+    gpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
     #: reservations given back: the pod (pending again), and the node and GPUs it held
     unreserved: list[tuple[PodInfo, int, tuple[int, ...]]] = field(default_factory=list)
     wake_at: list[float] = field(default_factory=list)  # when a cycle is needed again
@@ -136,6 +142,7 @@ class Session:
         self.freed = state.freed
         self.result = CycleResult(freed=state.freed)
         self._open: list[Statement] = []
+        self._committed: list[Operation] = []  # undone on the shared pods at close
         #: reservations every placement must respect (set by a reservation action), and what
         #: runs when the session closes
         self.gate: Gate | None = None
@@ -262,9 +269,11 @@ class Session:
 
     def committed(self, operations: list[Operation], *, reserve: bool = False) -> None:
         placed = self.result.reservations if reserve else self.result.binds
+        self._committed += operations
         for operation in operations:
             if operation.op is Op.ALLOCATE:
                 placed.append((operation.pod, operation.node))
+                self.result.gpus[operation.pod.key] = operation.gpus
                 for observer in self.observers:
                     observer.observe(self.table, operation.pod, operation.node)
             elif operation.op is Op.EVICT:
@@ -330,6 +339,9 @@ class Session:
         return gang.permit_deadline if noted is None else noted[1]
 
     def set_permit_deadline(self, gang: GangInfo, deadline: float | None) -> None:
+        """Record when ``gang``'s waiting pods are rejected (None: none wait any more); the
+        latest change goes last, as the applier keeps ``ClusterState.permits`` in order."""
+        self.result.permits.pop(gang.ident, None)
         self.result.permits[gang.ident] = (gang, deadline)
 
     def tried(self, gang: GangInfo) -> None:
@@ -344,11 +356,15 @@ class Session:
             self.result.domains[gang.ident] = where
 
     def close(self) -> CycleResult:
-        """Undo statements left open (pipelined claims live for one cycle only)."""
+        """Undo statements left open (pipelined claims live for one cycle only), then put the
+        shared pods and gangs back as the cycle found them: what was committed is in the
+        result, for the applier."""
         for hook in self.closing:
             hook()
         for stmt in self._open:
             if not stmt.closed:
                 stmt.discard()
         self._open.clear()
+        restore(self._committed)
+        self._committed = []
         return self.result

@@ -8,6 +8,12 @@ logged with the pod's previous status and node; ``discard`` replays the log back
 session's node table and every pod and gang counter are exactly as before (property-tested).
 ``commit`` hands the operations to the session, which turns them into binds, evictions and
 given-back reservations for the backend. A unit is committed only when the plugins say it is ready.
+
+Pods and gangs are shared with the long-lived state, so a committed operation is *tentative*
+too: it holds for the rest of the cycle (later actions see it), and when the session closes
+:func:`restore` puts every pod and gang back as the cycle found them. The table is the
+session's own snapshot and is not touched. The state changes only when the applier carries
+the cycle's result out, so a result that is dropped leaves no trace.
 """
 
 from __future__ import annotations
@@ -90,16 +96,13 @@ class Statement:
             pod, node = operation.pod, operation.node
             if operation.op is Op.ALLOCATE:
                 self.table.remove(node, pod.request, operation.gpus)
-                pod.gpus = operation.previous_gpus
             elif operation.op is Op.PIPELINE:
                 self.table.pipeline(node, pod.request, -1)
             elif operation.op is Op.UNRESERVE:
                 self.table.add(node, pod.request, operation.gpus)
-                pod.gpus = operation.previous_gpus
             else:
                 self.table.mark_releasing(node, pod.request, -1)
-            pod.node = operation.previous_node
-            pod.gang.move(pod, operation.previous)
+            _restore(operation)
         self.operations.clear()
 
     def commit(self, *, reserve: bool = False) -> list[Operation]:
@@ -118,3 +121,18 @@ class Statement:
         if self.closed:
             raise RuntimeError("statement already committed or discarded")
         self.closed = True
+
+
+def restore(operations: list[Operation]) -> None:
+    """Put the pods and gangs of ``operations`` back as they were before them, newest first
+    (the node table is left alone: it is the session's own)."""
+    for operation in reversed(operations):
+        _restore(operation)
+
+
+def _restore(operation: Operation) -> None:
+    pod = operation.pod
+    if operation.op is Op.ALLOCATE or operation.op is Op.UNRESERVE:
+        pod.gpus = operation.previous_gpus
+    pod.node = operation.previous_node
+    pod.gang.move(pod, operation.previous)

@@ -211,7 +211,7 @@ def test_condition_since_survives_time_zero() -> None:
 
 
 # -- close -------------------------------------------------------------------------------------
-def test_close_discards_open_statements_but_keeps_committed_ones() -> None:
+def test_close_discards_open_statements_and_leaves_committed_ones_to_the_applier() -> None:
     state = cluster()
     add_gang(state, "g", 2)
     a, b = state.pods["ns/g-0"], state.pods["ns/g-1"]
@@ -224,12 +224,18 @@ def test_close_discards_open_statements_but_keeps_committed_ones() -> None:
     dropped.pipeline(state.add_pod(PodSpec("ns", "c", dict(ONE_GPU)), 0.0), 2)
     result = s.close()
     assert [(p.key, n) for p, n in result.binds] == [("ns/g-0", 0)]
-    assert a.status is PodStatus.ALLOCATED and b.status is PodStatus.PENDING
-    assert b.node == -1 and state.pods["ns/c"].status is PodStatus.PENDING
+    assert list(result.gpus) == ["ns/g-0"] and len(result.gpus["ns/g-0"]) == 1  # one GPU
+    # the shared pods are as the cycle found them: the bind waits for the applier
+    assert a.status is PodStatus.PENDING and a.node == -1 and a.gpus == ()
+    assert b.status is PodStatus.PENDING and b.node == -1
+    assert state.pods["ns/c"].status is PodStatus.PENDING
     gpu = state.index.position[GPU]
-    assert s.table.requested[:, gpu].tolist() == [1000, 0, 0, 0]
+    assert s.table.requested[:, gpu].tolist() == [1000, 0, 0, 0]  # the cycle's own table
     assert not s.table.pipelined.any()
     assert not state.table.requested.any()  # the authoritative state waits for the backend
+    apply(result, state, MemoryBackend(state))
+    assert a.status is PodStatus.BOUND and a.node == 0 and a.gpus == result.gpus["ns/g-0"]
+    assert state.table.requested[:, gpu].tolist() == [1000, 0, 0, 0]
 
 
 def test_policy_config_matches_gang_awareness() -> None:
