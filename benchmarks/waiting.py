@@ -75,7 +75,7 @@ def timed_cycle(
     wall, cpu = time.perf_counter(), time.process_time()
     result = scheduler.cycle(state, now)
     for pod, node in result.binds:
-        state.bind(pod, node, now, result.gpus.get(pod.key) or None)  # the devices it chose
+        state.bind(pod, node, now, result.gpus.get(id(pod)) or None)  # the devices it chose
     for gang in result.blocked:
         state.block(gang, freed, *result.hints.get(gang.ident, (None, ())))
     return result, (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3

@@ -138,7 +138,8 @@ def test_volcano_drf_orders_running_gangs_by_dominant_share() -> None:
 def shared_fields(state: ClusterState) -> dict[str, tuple[object, ...]]:
     """What the actions must change only through the cycle's result: gangs' attempts, Permit
     deadlines, time-outs and conditions; pods' failures, backoffs and unschedulable marks.
-    (A pod's status and node change through Statements, whose operations the result lists.)"""
+    (A pod's status and node change through Statements, undone when the session closes: the
+    result lists them for the applier.)"""
     fields: dict[str, tuple[object, ...]] = {}
     for ident, gang in state.gangs.items():
         fields[ident] = (
@@ -163,9 +164,10 @@ def test_a_cycle_changes_shared_state_only_through_its_result(policy: str) -> No
     scheduler = Scheduler(get_policy(policy))
     for now in (0.0, 30.0, 60.0, 61.0):  # 60 s: the Permit wait is over
         before = shared_fields(state)
+        fingerprint = state.fingerprint()  # pods' status, node and devices, gangs' counts
         requested = state.table.requested.copy()
         result = scheduler.cycle(state, now)
-        assert shared_fields(state) == before
+        assert shared_fields(state) == before and state.fingerprint() == fingerprint
         assert np.array_equal(state.table.requested, requested)
         apply(state, result, now)
     gang = state.gangs["default/g"]
@@ -181,11 +183,13 @@ def test_coscheduling_rejection_is_a_statement_and_applied_by_the_applier() -> N
     gang = add_gang(state, "g", 10)
     scheduler = Scheduler(get_policy("coscheduling"))
     apply(state, scheduler.cycle(state, 0.0), 0.0)
-    assert gang.permit_deadline == 60.0
+    assert gang.permit_deadline == 60.0 and state.permits == {"default/g": gang}
     later = scheduler.cycle(state, 60.0)
     assert len(later.unreserved) == 9 and later.permits["default/g"][1] is not None
     assert state.table.requested[0, state.table.gpu_col] == 9000  # still held: not applied
+    assert sum(p.status is PodStatus.RESERVED for p in gang.members) == 9  # as before
     assert all(p.failures == 0 for p in gang.members[:9])
     apply(state, later, 60.0)
     assert sum(p.status is PodStatus.RESERVED for p in gang.members) == 1  # g-9, assumed anew
     assert all(p.failures == 1 for p in gang.members[:9])
+    assert gang.permit_deadline == 120.0 and state.permits == {"default/g": gang}

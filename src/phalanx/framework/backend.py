@@ -95,11 +95,11 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         state.unreserve(pod, node, gpus)
         backend.release(pod, node)
     for pod, node in result.reservations:
-        state.reserve(pod, node, result.gpus.get(pod.key) or None)
+        state.reserve(pod, node, result.gpus.get(id(pod)) or None)
         backend.reserve(pod, node)
     for gang, binds in _by_gang(result.binds):
         for pod, node in binds:
-            state.assume(pod, node, now, result.gpus.get(pod.key) or None)
+            state.assume(pod, node, now, result.gpus.get(id(pod)) or None)
         backend.bind(gang, binds)
     for hold in result.holds:
         state.queues.holds[hold.gang] = hold

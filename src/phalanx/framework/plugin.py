@@ -195,6 +195,7 @@ class Hooks:
         self.scorers = [p for p in plugins if isinstance(p, Score)]
         #: which of them also answer for a few rows (see :mod:`phalanx.framework.selection`)
         self.row_filters = [p for p in self.filters if isinstance(p, RowFilter)]
+        self.other_filters = [p for p in self.filters if not isinstance(p, RowFilter)]
         self.row_scores = [p for p in self.scorers if isinstance(p, RowScore)]
         choosers = [p for p in self.scorers if isinstance(p, ChoosesGpus)]
         self.gpu_chooser: ChoosesGpus | None = choosers[0] if choosers else None

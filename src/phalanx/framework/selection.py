@@ -53,8 +53,7 @@ class Selector:
         table.track()
         self.filters: Sequence[Filter] = hooks.filters
         self.row_filters: Sequence[RowFilter] = hooks.row_filters
-        rows = {id(f) for f in hooks.row_filters}
-        self.other_filters = [f for f in hooks.filters if id(f) not in rows]
+        self.other_filters: Sequence[Filter] = hooks.other_filters
         self.scorers: Sequence[Score] = hooks.scorers
         self.row_scores: Sequence[RowScore] = hooks.row_scores
         #: keep each shape's scores: every scorer has row hooks and the table is big enough

@@ -66,8 +66,8 @@ class CycleResult:
     binds: list[tuple[PodInfo, int]] = field(default_factory=list)
     evictions: list[PodInfo] = field(default_factory=list)
     reservations: list[tuple[PodInfo, int]] = field(default_factory=list)  # held, not bound
-    #: pod key → the GPU devices its bind or reservation takes (chosen in the session)
-    gpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: id of a pod → the GPU devices its bind or reservation takes (chosen in the session)
+    gpus: dict[int, tuple[int, ...]] = field(default_factory=dict)
     #: reservations given back: the pod (pending again), and the node and GPUs it held
     unreserved: list[tuple[PodInfo, int, tuple[int, ...]]] = field(default_factory=list)
     wake_at: list[float] = field(default_factory=list)  # when a cycle is needed again
@@ -273,7 +273,7 @@ class Session:
         for operation in operations:
             if operation.op is Op.ALLOCATE:
                 placed.append((operation.pod, operation.node))
-                self.result.gpus[operation.pod.key] = operation.gpus
+                self.result.gpus[id(operation.pod)] = operation.gpus
                 for observer in self.observers:
                     observer.observe(self.table, operation.pod, operation.node)
             elif operation.op is Op.EVICT:

@@ -102,7 +102,7 @@ class Statement:
                 self.table.add(node, pod.request, operation.gpus)
             else:
                 self.table.mark_releasing(node, pod.request, -1)
-            _restore(operation)
+        restore(self.operations)
         self.operations.clear()
 
     def commit(self, *, reserve: bool = False) -> list[Operation]:
@@ -127,12 +127,8 @@ def restore(operations: list[Operation]) -> None:
     """Put the pods and gangs of ``operations`` back as they were before them, newest first
     (the node table is left alone: it is the session's own)."""
     for operation in reversed(operations):
-        _restore(operation)
-
-
-def _restore(operation: Operation) -> None:
-    pod = operation.pod
-    if operation.op is Op.ALLOCATE or operation.op is Op.UNRESERVE:
-        pod.gpus = operation.previous_gpus
-    pod.node = operation.previous_node
-    pod.gang.move(pod, operation.previous)
+        pod = operation.pod
+        if operation.op is Op.ALLOCATE or operation.op is Op.UNRESERVE:
+            pod.gpus = operation.previous_gpus
+        pod.node = operation.previous_node
+        pod.gang.move(pod, operation.previous)

@@ -21,6 +21,14 @@ the preemptor's pods go to the nodes its plan chose while these still fit them (
 placement could otherwise split the room so that its last pod no longer fits).
 Queues change nothing when no queue object was declared and no gang names a queue other
 than ``default``: every gang is then in ``default``, keys only follow priority and age.
+
+What ``open_session`` changes in the state is housekeeping, not a decision of the cycle: the
+book's usage, demand and shares are recomputed from the state's pods (a cache; the usage
+history is sampled at each refresh), holds whose gang went, is placed or held longer than
+``HOLD_SECONDS`` are dropped (any later cycle drops them the same way), and when queues
+become active every parked gang is woken (more attempts, never a different placement). A
+cycle whose result is dropped therefore leaves no decision behind (tests/property/
+test_cycle_purity.py).
 """
 
 from __future__ import annotations

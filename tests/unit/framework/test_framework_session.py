@@ -224,7 +224,7 @@ def test_close_discards_open_statements_and_leaves_committed_ones_to_the_applier
     dropped.pipeline(state.add_pod(PodSpec("ns", "c", dict(ONE_GPU)), 0.0), 2)
     result = s.close()
     assert [(p.key, n) for p, n in result.binds] == [("ns/g-0", 0)]
-    assert list(result.gpus) == ["ns/g-0"] and len(result.gpus["ns/g-0"]) == 1  # one GPU
+    assert list(result.gpus) == [id(a)] and len(result.gpus[id(a)]) == 1  # one GPU
     # the shared pods are as the cycle found them: the bind waits for the applier
     assert a.status is PodStatus.PENDING and a.node == -1 and a.gpus == ()
     assert b.status is PodStatus.PENDING and b.node == -1
@@ -234,7 +234,7 @@ def test_close_discards_open_statements_and_leaves_committed_ones_to_the_applier
     assert not s.table.pipelined.any()
     assert not state.table.requested.any()  # the authoritative state waits for the backend
     apply(result, state, MemoryBackend(state))
-    assert a.status is PodStatus.BOUND and a.node == 0 and a.gpus == result.gpus["ns/g-0"]
+    assert a.status is PodStatus.BOUND and a.node == 0 and a.gpus == result.gpus[id(a)]
     assert state.table.requested[:, gpu].tolist() == [1000, 0, 0, 0]
 
 
