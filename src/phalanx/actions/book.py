@@ -31,7 +31,7 @@ Expected starts are told by :mod:`phalanx.actions.expect` when the session close
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,6 +86,8 @@ class Book:
         #: pod shapes refused this cycle → the shortest duration refused (a longer run of the
         #: same shape, placed alike, delays the same reservation at least as much)
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
+        #: moves whenever the carves may have changed (see ``stamp``)
+        self.epoch = 0
 
     @property
     def carves(self) -> list[Carve]:
@@ -140,9 +142,24 @@ class Book:
         if self.view is None or self.invalid or (self.stale and not stale_ok):
             self.plan()
 
+    def stamp(self) -> Hashable | None:
+        """A refusal stands while no room was taken or released, the carves did not change,
+        none fell due and no re-plan is pending: the unit's placement, its rank and every
+        carve ahead of it are then as they were, and time alone only makes a refusal surer
+        (the unit would run later into the reserved starts). While the order is not static
+        (fair shares, least slack) ranks move with any change: no stamp."""
+        session = self.session
+        if session is None or not session.static_order:
+            return None
+        if self.invalid or self.stale:
+            self.epoch += 1  # a re-plan is due: refused gangs are tried against it
+        due = sum(1 for carve in self.carved.values() if carve.start <= self.now)
+        return (session.state.freed, session.state.taken, self.epoch, due)
+
     def plan(self) -> None:
         assert self.session is not None
         session, now, settings = self.session, self.now, self.settings
+        self.epoch += 1
         before, self.carved = self.carved, {}
         self.view = self.base.copy()
         self.invalid = self.stale = False
@@ -174,6 +191,7 @@ class Book:
 
     def _uncarve(self, carve: Carve) -> None:
         assert self.view is not None
+        self.epoch += 1
         del self.carved[carve.who.gang.ident]
         self.view.give_back(carve.start, carve.end, carve.plan)
 
