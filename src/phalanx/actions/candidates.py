@@ -211,34 +211,35 @@ class Waiters:
             (self._big, None if every else settings.depth + SPARE),
         ):
             for listed in lists.values():
-                taken = 0
-                for who in self._eligible(session, listed):
-                    if limit is not None and taken >= limit:
-                        break
-                    if who.seq not in chosen:
-                        chosen[who.seq] = who
-                        taken += 1
+                self._take(session, listed, limit, chosen)
         for who in chosen.values():
             who.rank = who.rank_in(session)
         return sorted(chosen.values(), key=lambda c: c.rank)
 
-    def _eligible(
-        self, session: Session, listed: list[tuple[tuple[float, ...], Candidate]]
-    ) -> list[Candidate]:
-        """The listed candidates still waiting (dropping the gone), needs brought up to date."""
-        out = []
-        gone = 0
+    def _take(
+        self,
+        session: Session,
+        listed: list[tuple[tuple[float, ...], Candidate]],
+        limit: int | None,
+        chosen: dict[int, Candidate],
+    ) -> None:
+        """Add to ``chosen`` the first ``limit`` listed candidates not chosen yet that still
+        wait, their needs and estimates brought up to date; the gone are dropped on the way.
+        Only that prefix of the list is looked at: a plan costs what it picks, not the length
+        of the queue."""
+        taken = gone = 0
         for _, who in listed:
+            if limit is not None and taken >= limit:
+                break
             if who.gone or session.state.gangs.get(who.gang.ident) is not who.gang:
                 who.gone = True
                 gone += 1
-                continue
-            if self.fresh(session, who):
+            elif who.seq not in chosen and self.fresh(session, who):
                 who.estimate = self.estimates.estimate(who.gang)  # learned ones move
-                out.append(who)
+                chosen[who.seq] = who
+                taken += 1
         if gone:
             listed[:] = [entry for entry in listed if not entry[1].gone]
-        return out
 
     def fresh(self, session: Session, who: Candidate) -> bool:
         """Is ``who`` still waiting? Its needs brought up to date (members or nodes changed)."""
