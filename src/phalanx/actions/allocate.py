@@ -183,21 +183,18 @@ class Allocate:
 
 class _Refill:
     """Gangs a gate refused give back their share of a wake budget (see
-    ``ClusterState.parked_next``): the next gang of the class is taken in, at its place in the
-    order, and woken (the applier parks it again if it fails)."""
+    ``ClusterState.wake_next``): the next gang of the class is woken and taken in at its
+    place in the order."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.taken: dict[str, object] = {}  # gang → the class it was taken from
 
     def after(self, unit: Unit, units: list[Unit], at: int) -> None:
-        state, ident = self.session.state, unit.gang.ident
-        key = self.taken.get(ident, state.woken.get(ident, _NONE))
+        state = self.session.state
+        key = state.woken.get(unit.gang.ident, _NONE)
         if key is _NONE or not state.hints:
             return
-        while (gang := state.parked_next(key, set(self.taken))) is not None:
-            self.taken[gang.ident] = key
-            self.session.result.unblocked.append(gang)
+        while (gang := state.wake_next(key)) is not None:
             more = self.session.units_of(gang)
             for extra in more:
                 bisect.insort(units, extra, lo=at, key=_order)

@@ -88,22 +88,6 @@ class Parked:
         for ident, (_, gang) in list(self.members.items()):
             yield ident, gang
 
-    def peek(self, skip: set[str]) -> tuple[str, object] | None:
-        """The first gang in order not in ``skip``, left in the class."""
-        held, found = [], None
-        while self._heap:
-            entry = heapq.heappop(self._heap)
-            member = self.members.get(entry[1])
-            if member is None or member[0] != entry[2]:
-                continue  # removed or re-added since: drop the stale entry
-            held.append(entry)
-            if entry[1] not in skip:
-                found = (entry[1], member[1])
-                break
-        for entry in held:
-            heapq.heappush(self._heap, entry)
-        return found
-
     def first(self, count: int) -> list[tuple[str, object]]:
         """Take the first ``count`` gangs in order out of the class."""
         out: list[tuple[str, object]] = []

@@ -517,18 +517,24 @@ class ClusterState:
             self._wake_gated(gate)
         return list(self.waiting.values())
 
-    def parked_next(self, key: Hashable, skip: set[str]) -> GangInfo | None:
-        """The first gang parked in class ``key`` that is not in ``skip`` (left parked).
+    def wake_next(self, key: Hashable) -> GangInfo | None:
+        """Wake the first gang parked in the hinted class ``key`` (None: the class is empty).
 
         A wake budget assumes that every woken gang that fits takes room; one that a
         reservation gate refuses takes none, so the next gang of its class is worth the
-        attempt the reference (every parked gang woken) would make."""
+        attempt the reference (every parked gang woken) would make. Like every wake, it is
+        queue bookkeeping: the applier parks the gang again if it fails."""
         parked = self._parked.get(key)
-        found = None if parked is None else parked.peek(skip)
-        if found is None:
+        if parked is None or parked.hint is None:
             return None
-        assert isinstance(found[1], GangInfo)
-        return found[1]
+        for ident, gang in parked.first(1):
+            self._wake(ident, gang)
+            self.woken[ident] = key
+            if not parked:
+                del self._parked[key]
+            assert isinstance(gang, GangInfo)
+            return gang
+        return None
 
     def _wake_gated(self, stamp: Hashable) -> None:
         for key in [k for k in self._gated if k.stamp != stamp]:
