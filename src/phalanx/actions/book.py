@@ -159,8 +159,8 @@ class Book:
     def plan(self) -> None:
         assert self.session is not None
         session, now, settings = self.session, self.now, self.settings
-        self.epoch += 1
         before, self.carved = self.carved, {}
+        was = _carving(before)
         self.view = self.base.copy()
         self.invalid = self.stale = False
         self.planned = True
@@ -183,6 +183,8 @@ class Book:
         for ident, carve in before.items():
             if ident not in self.carved and not carve.who.gone:
                 carve.who.told = None  # no longer reserved: tell its start again
+        if _carving(self.carved) != was:
+            self.epoch += 1
 
     def _carve(self, carve: Carve) -> None:
         assert self.view is not None
@@ -201,9 +203,10 @@ class Book:
         reservation starts on the nodes it kept for it (others are placed by the scores)."""
         own = self.carved.get(unit.gang.ident)
         self._ranked = None
-        if own is None and (self.carved or self.invalid or self.stale):
+        if self.carved or self.invalid or self.stale:
             # ranked before the unit's pods are allocated: once they are, a waiting gang
             # looks ready, and would be ranked as elastic growth behind every reservation
+            # (a gang with a carve now may lose it when the gate plans again)
             self._ranked = (unit, self._rank(unit))
         if own is None or own.intent or own.start > self.now:
             return {}
@@ -323,6 +326,14 @@ class _Ends(Mapping[str, float]):
 
     def __len__(self) -> int:
         return len(self._running)
+
+
+def _carving(carved: dict[str, Carve]) -> list[tuple[object, ...]]:
+    """What the gate's decisions read of the carves: who, in rank order, when and where."""
+    return [
+        (c.who.rank, ident, c.start, c.who.duration, c.intent, [(s.node, s.gpus) for s in c.plan])
+        for ident, c in sorted(carved.items(), key=lambda item: item[1].who.rank)
+    ]
 
 
 def plan_of(stmt: Statement) -> Plan:

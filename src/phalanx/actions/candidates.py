@@ -136,19 +136,24 @@ class Waiters:
         """Take in arrivals, members that came, and gangs that aged; True if the plan of
         reservations may change (a gang it would pick arrived or aged)."""
         gangs = session.state.gangs
-        moved = False
+        moved, arrived = False, []  # new candidates a plan may pick
         for ident in reversed(gangs):
             gang = gangs[ident]
             if self._seen.get(ident) is gang:
                 break
             self._seen[ident] = gang
-            moved |= self.consider(session, gang)
+            if self.consider(session, gang):
+                arrived.append(ident)
         for ident, (gang, generation) in list(self._short.items()):
             if gangs.get(ident) is not gang or gang.ready():
                 del self._short[ident]
             elif (gang.generation, waiting(gang)) != generation:
                 del self._short[ident]
-                moved |= self.consider(session, gang)
+                if self.consider(session, gang):
+                    arrived.append(ident)
+        if arrived:  # only one the plan would pick now moves it (not one far down a queue)
+            picked = {who.gang.ident for who in self.picks(session)}
+            moved = any(ident in picked for ident in arrived)
         while self._aging and self._aging[0][0] <= session.now:
             _, _, ident = heapq.heappop(self._aging)
             who = self.by_ident.get(ident)
