@@ -129,3 +129,51 @@ def test_one_release_wakes_every_waiting_pod_it_makes_room_for(policy: str) -> N
     binds = [(e["t"], e["pod"]) for e in events if e["type"] == "bind"]
     assert binds[0] == (0.0, "default/hog")
     assert sorted(binds[1:]) == [(10.0, f"default/p{i}") for i in range(6)]
+
+
+@st.composite
+def reserving_workloads(draw: st.DrawFn) -> Workload:
+    """Gangs with runtime estimates (the true duration times a drawn factor, or none), on
+    nodes small enough that big gangs get reservations and small ones are gated."""
+    items: list[Item] = [
+        Item(NodeSpec(f"n{n}", {"cpu": 64_000, GPU: 4000, "pods": 110}))
+        for n in range(draw(st.integers(2, 4)))
+    ]
+    for g in range(draw(st.integers(2, 20))):
+        size = draw(st.sampled_from([1, 1, 2, 4, 8]))
+        duration = float(draw(st.integers(5, 90)))
+        factor = draw(st.sampled_from([None, 0.5, 1.0, 1.0, 2.0]))
+        hints = () if factor is None else (("runtime-estimate", duration * factor),)
+        at = float(draw(st.sampled_from([0, 0, 3, 10, 25, 50])))
+        priority = draw(st.sampled_from([0, 0, 0, 10]))
+        gang = GangSpec(
+            "default",
+            f"g{g}",
+            size,
+            API,
+            priority=priority,
+            duration=duration,
+            runtime_hints=hints,
+        )
+        items.append(Item(gang, Timing(submit_after=at)))
+        for i in range(size):
+            requests = {"cpu": 1000, GPU: 1000 * draw(st.sampled_from([1, 1, 2])), "pods": 1}
+            pod = PodSpec("default", f"g{g}-{i}", requests, gang=GangRef(f"g{g}", API))
+            items.append(Item(pod, Timing(submit_after=at)))
+    return Workload(items)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    reserving_workloads(),
+    st.sampled_from(["phalanx-reserve", "fifo-reserve", "phalanx"]),
+    st.integers(0, 3),
+)
+def test_gated_gangs_wake_as_the_reference_retries_them(
+    workload: Workload, policy: str, seed: int
+) -> None:
+    """Gangs the reservation gate refused are parked until the gate's stamp moves; the
+    reference (hints off) retries them every cycle: both decide alike."""
+    assert decisions(workload, policy, seed, hints=True) == decisions(
+        workload, policy, seed, hints=False
+    )

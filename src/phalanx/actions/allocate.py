@@ -15,8 +15,9 @@ on with the next unit.
 When a reservation action has set the session's gate, a gang whose reservation is due starts
 on the nodes it reserved (where they still fit and the attempt allows), and a placement that
 fits is committed only if the gate admits it (it delays no reservation that ranks ahead of the
-unit); a refused unit waits with reason ``Reserved`` and is not parked, since a reservation
-moving (an estimate overrun) can admit it without any resource being freed.
+unit); a refused unit waits with reason ``Reserved`` and is parked until the gate's stamp
+moves (room taken or released, the reservations changed or due to be planned again: an
+estimate overrun can admit it without any resource being freed), not retried every cycle.
 
 Within one allocate pass resources only shrink, so when a gang fails, every later gang with the
 same pending pod shapes and no more room to spare fails too; those are skipped without another
@@ -25,10 +26,11 @@ placement attempt.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Iterator
 
-from phalanx.cluster.hints import Hint
+from phalanx.cluster.hints import Gated, Hint
 from phalanx.cluster.workloads import PodInfo
 from phalanx.framework.explain import needs, progress
 from phalanx.framework.explain import shapes as shapes_of
@@ -52,7 +54,10 @@ class Allocate:
         failed: dict[Signature, str] = {}
         hints: dict[Signature, Hint | None] = {}  # one failure class per signature
         lone = _LoneFailures()  # pod-at-a-time units: which gangs failed with every pod
-        for unit in session.units():
+        units, at = session.units(), 0
+        refill = _Refill(session)
+        while at < len(units):
+            unit, at = units[at], at + 1
             verdict = session.invalid(unit)
             if verdict is not None:
                 session.wait(unit.gang, *verdict)
@@ -73,6 +78,10 @@ class Allocate:
                     continue
                 if outcome:
                     session.wait(unit.gang, "Reserved", progress(unit) + outcome)
+                    stamp = None if session.gate is None else session.gate.stamp()
+                    if stamp is not None:
+                        self._block(session, unit, Gated(stamp))
+                    refill.after(unit, units, at)
                     continue
                 failed[signature] = placements.why or needs(session, unit)
             if session.gate is not None:
@@ -96,17 +105,17 @@ class Allocate:
         session.wait(unit.gang, "InternalError", message)
 
     @staticmethod
-    def _block(session: Session, unit: Unit, hint: Hint | None) -> None:
+    def _block(session: Session, unit: Unit, hint: Hint | Gated | None) -> None:
         """A gang that failed need not be retried until an event could let it fit (or it
         gains a member); a gang waiting for its timeout check is kept so the timeout is
         noticed, and one in timeout backoff wakes on any release (its backoff counts
-        failures)."""
+        failures); one the gate refused, until the gate's stamp moves."""
         gang = unit.gang
         timeout = gang.timeout
         if session.config.gang_units and gang.ready():
             return
         if timeout is not None and session.config.timeouts:
-            if not session.timed_out(gang):
+            if not session.timed_out(gang) or isinstance(hint, Gated):
                 return
             hint = None
         session.result.hints[gang.ident] = (hint, unit.order)
@@ -170,6 +179,34 @@ class Allocate:
             return True
         stmt.discard()
         return False
+
+
+class _Refill:
+    """Gangs a gate refused give back their share of a wake budget (see
+    ``ClusterState.wake_next``): the next gang of the class is woken and taken in at its
+    place in the order."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def after(self, unit: Unit, units: list[Unit], at: int) -> None:
+        state = self.session.state
+        key = state.woken.get(unit.gang.ident, _NONE)
+        if key is _NONE or not state.hints:
+            return
+        while (gang := state.wake_next(key)) is not None:
+            more = self.session.units_of(gang)
+            for extra in more:
+                bisect.insort(units, extra, lo=at, key=_order)
+            if more:
+                return
+
+
+_NONE = object()
+
+
+def _order(unit: Unit) -> tuple[float, ...]:
+    return unit.order
 
 
 def _signature(unit: Unit) -> Signature:

@@ -31,7 +31,7 @@ Expected starts are told by :mod:`phalanx.actions.expect` when the session close
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,6 +86,8 @@ class Book:
         #: pod shapes refused this cycle → the shortest duration refused (a longer run of the
         #: same shape, placed alike, delays the same reservation at least as much)
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
+        #: moves whenever the carves may have changed (see ``stamp``)
+        self.epoch = 0
 
     @property
     def carves(self) -> list[Carve]:
@@ -140,10 +142,25 @@ class Book:
         if self.view is None or self.invalid or (self.stale and not stale_ok):
             self.plan()
 
+    def stamp(self) -> Hashable | None:
+        """A refusal stands while no room was taken or released, the carves did not change,
+        none fell due and no re-plan is pending: the unit's placement, its rank and every
+        carve ahead of it are then as they were, and time alone only makes a refusal surer
+        (the unit would run later into the reserved starts). While the order is not static
+        (fair shares, least slack) ranks move with any change: no stamp."""
+        session = self.session
+        if session is None or not session.static_order:
+            return None
+        if self.invalid or self.stale:
+            self.epoch += 1  # a re-plan is due: refused gangs are tried against it
+        due = sum(1 for carve in self.carved.values() if carve.start <= self.now)
+        return (session.state.freed, session.state.taken, self.epoch, due)
+
     def plan(self) -> None:
         assert self.session is not None
         session, now, settings = self.session, self.now, self.settings
         before, self.carved = self.carved, {}
+        was = _carving(before)
         self.view = self.base.copy()
         self.invalid = self.stale = False
         self.planned = True
@@ -166,6 +183,8 @@ class Book:
         for ident, carve in before.items():
             if ident not in self.carved and not carve.who.gone:
                 carve.who.told = None  # no longer reserved: tell its start again
+        if _carving(self.carved) != was:
+            self.epoch += 1
 
     def _carve(self, carve: Carve) -> None:
         assert self.view is not None
@@ -174,6 +193,7 @@ class Book:
 
     def _uncarve(self, carve: Carve) -> None:
         assert self.view is not None
+        self.epoch += 1
         del self.carved[carve.who.gang.ident]
         self.view.give_back(carve.start, carve.end, carve.plan)
 
@@ -183,9 +203,10 @@ class Book:
         reservation starts on the nodes it kept for it (others are placed by the scores)."""
         own = self.carved.get(unit.gang.ident)
         self._ranked = None
-        if own is None and (self.carved or self.invalid or self.stale):
+        if self.carved or self.invalid or self.stale:
             # ranked before the unit's pods are allocated: once they are, a waiting gang
             # looks ready, and would be ranked as elastic growth behind every reservation
+            # (a gang with a carve now may lose it when the gate plans again)
             self._ranked = (unit, self._rank(unit))
         if own is None or own.intent or own.start > self.now:
             return {}
@@ -305,6 +326,14 @@ class _Ends(Mapping[str, float]):
 
     def __len__(self) -> int:
         return len(self._running)
+
+
+def _carving(carved: dict[str, Carve]) -> list[tuple[object, ...]]:
+    """What the gate's decisions read of the carves: who, in rank order, when and where."""
+    return [
+        (c.who.rank, ident, c.start, c.who.duration, c.intent, [(s.node, s.gpus) for s in c.plan])
+        for ident, c in sorted(carved.items(), key=lambda item: item[1].who.rank)
+    ]
 
 
 def plan_of(stmt: Statement) -> Plan:

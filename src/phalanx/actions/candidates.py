@@ -136,19 +136,24 @@ class Waiters:
         """Take in arrivals, members that came, and gangs that aged; True if the plan of
         reservations may change (a gang it would pick arrived or aged)."""
         gangs = session.state.gangs
-        moved = False
+        moved, arrived = False, []  # new candidates a plan may pick
         for ident in reversed(gangs):
             gang = gangs[ident]
             if self._seen.get(ident) is gang:
                 break
             self._seen[ident] = gang
-            moved |= self.consider(session, gang)
+            if self.consider(session, gang):
+                arrived.append(ident)
         for ident, (gang, generation) in list(self._short.items()):
             if gangs.get(ident) is not gang or gang.ready():
                 del self._short[ident]
             elif (gang.generation, waiting(gang)) != generation:
                 del self._short[ident]
-                moved |= self.consider(session, gang)
+                if self.consider(session, gang):
+                    arrived.append(ident)
+        if arrived:  # only one the plan would pick now moves it (not one far down a queue)
+            picked = {who.gang.ident for who in self.picks(session)}
+            moved = any(ident in picked for ident in arrived)
         while self._aging and self._aging[0][0] <= session.now:
             _, _, ident = heapq.heappop(self._aging)
             who = self.by_ident.get(ident)
@@ -211,34 +216,35 @@ class Waiters:
             (self._big, None if every else settings.depth + SPARE),
         ):
             for listed in lists.values():
-                taken = 0
-                for who in self._eligible(session, listed):
-                    if limit is not None and taken >= limit:
-                        break
-                    if who.seq not in chosen:
-                        chosen[who.seq] = who
-                        taken += 1
+                self._take(session, listed, limit, chosen)
         for who in chosen.values():
             who.rank = who.rank_in(session)
         return sorted(chosen.values(), key=lambda c: c.rank)
 
-    def _eligible(
-        self, session: Session, listed: list[tuple[tuple[float, ...], Candidate]]
-    ) -> list[Candidate]:
-        """The listed candidates still waiting (dropping the gone), needs brought up to date."""
-        out = []
-        gone = 0
+    def _take(
+        self,
+        session: Session,
+        listed: list[tuple[tuple[float, ...], Candidate]],
+        limit: int | None,
+        chosen: dict[int, Candidate],
+    ) -> None:
+        """Add to ``chosen`` the first ``limit`` listed candidates not chosen yet that still
+        wait, their needs and estimates brought up to date; the gone are dropped on the way.
+        Only that prefix of the list is looked at: a plan costs what it picks, not the length
+        of the queue."""
+        taken = gone = 0
         for _, who in listed:
+            if limit is not None and taken >= limit:
+                break
             if who.gone or session.state.gangs.get(who.gang.ident) is not who.gang:
                 who.gone = True
                 gone += 1
-                continue
-            if self.fresh(session, who):
+            elif who.seq not in chosen and self.fresh(session, who):
                 who.estimate = self.estimates.estimate(who.gang)  # learned ones move
-                out.append(who)
+                chosen[who.seq] = who
+                taken += 1
         if gone:
             listed[:] = [entry for entry in listed if not entry[1].gone]
-        return out
 
     def fresh(self, session: Session, who: Candidate) -> bool:
         """Is ``who`` still waiting? Its needs brought up to date (members or nodes changed)."""

@@ -22,6 +22,12 @@ thus wakes a handful of gangs however long the queue.
 
 The class with key ``None`` is the coarse hint (any release wakes it): gangs whose order may
 move while they wait, gangs in timeout backoff, and every gang when hints are switched off.
+
+A gang that fits but that a reservation gate refused (it would delay a reservation ranked
+ahead of it) is parked :class:`Gated`: the gate's decision depends on the gate's own state as
+well as on the room, so the gang wakes when the gate's *stamp* moves (the gate says what it
+covers: for the reservation book, any take or release of room and any change of its plan).
+With hints off it is not parked at all: the reference retries it every cycle.
 """
 
 from __future__ import annotations
@@ -46,6 +52,13 @@ class Hint:
     key: Hashable  # the failure signature; gangs with equal keys have equal shapes and need
     shapes: tuple[tuple[Vector, Placement, int], ...]  # request, placement, pods pending
     need: int  # pods that must be placed in one attempt for it to succeed
+
+
+@dataclass(frozen=True, slots=True)
+class Gated:
+    """The class of gangs a gate refused while its stamp was ``stamp``."""
+
+    stamp: Hashable
 
 
 class Parked:

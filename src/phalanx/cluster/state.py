@@ -36,7 +36,9 @@ kube-scheduler's unschedulable queue: arrivals and binds only take room away, so
 is not worth another attempt until resources are freed (``freed`` moves) and the freed room
 could hold it, or it gains or loses a member, or nodes change. Parked gangs sit in failure
 classes (:mod:`phalanx.cluster.hints`); a release wakes only the first gangs of the classes
-the room could now hold. Long queues then cost a cycle nothing.
+the room could now hold. Long queues then cost a cycle nothing. A gang a reservation gate
+refused waits for the gate's stamp to move (``waiting_gangs(gate=...)``); ``taken`` counts
+takes of room (binds, reservations, evictions), which such a stamp covers.
 
 Backends (the simulator, later the Kubernetes watch) are the only writers: they add and remove
 objects and apply committed binds. ``waiting`` keeps, in arrival order, the gangs that have at
@@ -50,7 +52,7 @@ from typing import Any
 
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec, Resources
 from phalanx.cluster import devices
-from phalanx.cluster.hints import CapacityOf, Hint, Parked, wake_count
+from phalanx.cluster.hints import CapacityOf, Gated, Hint, Parked, wake_count
 from phalanx.cluster.nodes import TOMBSTONE, NodeTable
 from phalanx.cluster.queues import QueueBook
 from phalanx.cluster.resources import ResourceIndex, Vector
@@ -71,10 +73,14 @@ class ClusterState:
         self._last_requests: tuple[Resources, Vector, Vector, list[str]] | None = None
         self.version = 0
         self.freed = 0  # counts releases of resources
+        self.taken = 0  # counts takes of room: binds, reservations, evictions
         self.blocked: dict[str, GangInfo] = {}  # parked gangs (queueing hints)
         self.hints = True  # False: a parked gang wakes on any release (the coarse reference)
         self._parked: dict[Hashable, Parked] = {}  # failure class → its parked gangs
         self._class_of: dict[str, Hashable] = {}
+        self._gated: set[Gated] = set()  # the classes of gangs a gate refused
+        #: gang → the class a wake budget took it from (see ``parked_next``)
+        self.woken: dict[str, Hashable] = {}
         #: pod key → node index: binds the engine committed that the API has not confirmed
         self.assumed: dict[str, int] = {}
         #: pods invalid only because no node offers a resource they request (re-checked when
@@ -385,6 +391,7 @@ class ClusterState:
         if not keep_gpus and (pod.status is PodStatus.PENDING or not pod.gpus):
             pod.gpus = self.table.pick_gpus(node, pod.request)
         self.table.add(node, pod.request, pod.gpus)
+        self.taken += 1
 
     def evict(self, pod: PodInfo) -> None:
         """A committed eviction: the pod still holds its node until it is gone."""
@@ -394,6 +401,7 @@ class ClusterState:
             pod.gang.move(pod, PodStatus.RELEASING)
         self.table.mark_releasing(pod.node, pod.request)
         self.version += 1
+        self.taken += 1
 
     def release(self, pod: PodInfo, status: PodStatus = PodStatus.SUCCEEDED) -> None:
         """A pod finished or went away: return its resources."""
@@ -418,24 +426,35 @@ class ClusterState:
             self.waiting.setdefault(gang.ident, gang)
         else:
             self.waiting.pop(gang.ident, None)
+            self.woken.pop(gang.ident, None)
 
     # -- queueing hints ------------------------------------------------------------------------
     def block(
         self,
         gang: GangInfo,
         freed: int,
-        hint: Hint | None = None,
+        hint: Hint | Gated | None = None,
         order: tuple[float, ...] = (),
     ) -> None:
         """Park ``gang`` until an event could let it fit; ``freed`` is the count it failed at
         (a release since then means it may fit now, so it stays waiting). Its ``hint`` names
         its failure class (:mod:`phalanx.cluster.hints`); without one, or with hints off, any
-        release wakes it; ``order`` is its order key (static while it is parked)."""
+        release wakes it; ``order`` is its order key (static while it is parked). A
+        :class:`Gated` gang wakes when the gate's stamp moves (with hints off it stays
+        waiting: the reference retries it every cycle)."""
         if freed != self.freed or gang.ident not in self.waiting:
             return
+        if isinstance(hint, Gated) and not self.hints:
+            return
+        self.woken.pop(gang.ident, None)
         self.blocked[gang.ident] = self.waiting.pop(gang.ident)
-        hint = hint if self.hints else None
-        key = None if hint is None else hint.key
+        key: Hashable
+        if isinstance(hint, Gated):
+            key, hint = hint, None
+            self._gated.add(key)
+        else:
+            hint = hint if self.hints else None
+            key = None if hint is None else hint.key
         parked = self._parked.get(key)
         if parked is None:
             parked = self._parked[key] = Parked(hint, self.freed)
@@ -455,6 +474,7 @@ class ClusterState:
         parked.remove(ident)
         if not parked:
             del self._parked[key]
+            self._gated.discard(key)
         return True
 
     def _freed(self) -> None:
@@ -469,6 +489,7 @@ class ClusterState:
         """Nodes were added or changed: every parked gang is worth a new attempt."""
         self.freed += 1
         parked, self._parked = self._parked, {}
+        self._gated.clear()
         for group in parked.values():
             for ident, gang in group.gangs():
                 self._wake(ident, gang)
@@ -492,14 +513,45 @@ class ClusterState:
             if count:
                 for ident, gang in parked.first(count):
                     self._wake(ident, gang)
+                    self.woken[ident] = key
                 if not parked:
                     del self._parked[key]
 
-    def waiting_gangs(self, table: NodeTable | None = None) -> list[GangInfo]:
-        """Gangs worth an attempt on ``table`` (default: the state's own)."""
+    def waiting_gangs(
+        self, table: NodeTable | None = None, gate: Hashable | None = None
+    ) -> list[GangInfo]:
+        """Gangs worth an attempt on ``table`` (default: the state's own); with the stamp of
+        the session's reservation ``gate``, gangs it refused at another stamp wake too."""
         if self._parked:
             self._wake_fitting(self.table if table is None else table)
+        if self._gated and gate is not None:
+            self._wake_gated(gate)
         return list(self.waiting.values())
+
+    def wake_next(self, key: Hashable) -> GangInfo | None:
+        """Wake the first gang parked in the hinted class ``key`` (None: the class is empty).
+
+        A wake budget assumes that every woken gang that fits takes room; one that a
+        reservation gate refuses takes none, so the next gang of its class is worth the
+        attempt the reference (every parked gang woken) would make. Like every wake, it is
+        queue bookkeeping: the applier parks the gang again if it fails."""
+        parked = self._parked.get(key)
+        if parked is None or parked.hint is None:
+            return None
+        for ident, gang in parked.first(1):
+            self._wake(ident, gang)
+            self.woken[ident] = key
+            if not parked:
+                del self._parked[key]
+            assert isinstance(gang, GangInfo)
+            return gang
+        return None
+
+    def _wake_gated(self, stamp: Hashable) -> None:
+        for key in [k for k in self._gated if k.stamp != stamp]:
+            self._gated.discard(key)
+            for ident, gang in self._parked.pop(key).gangs():
+                self._wake(ident, gang)
 
     def pod_of(self, key: str) -> PodInfo | None:
         return self.pods.get(key)

@@ -26,8 +26,8 @@ wake_at        —                                          ``wake_at``
 recheck_at     —                                          ``recheck_at`` (not progress)
 expected       ``expected_start``/``expected_reason``     ``expected``
 late           —                                          ``deadline_miss``
-blocked        ``block`` (queueing hint)                  —
 unblocked      ``unblock`` (a parked gang wakes)          —
+blocked        ``block`` (queueing hint), after unblocked —
 attempts       —                                          ``attempts``
 tried          the gang's ``attempted`` (state version)   —
 retries        the pod's failures, backoff, blocked mark  —
@@ -142,10 +142,10 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         missing = state.gangs.get(ident)
         if missing is not None:
             backend.deadline_miss(missing, late, why)
+    for gang in result.unblocked:  # first: a gang woken in the cycle may be parked again
+        state.unblock(gang)
     for gang in result.blocked:
         state.block(gang, result.freed, *result.hints.get(gang.ident, (None, ())))
-    for gang in result.unblocked:
-        state.unblock(gang)
     for gang, version in result.tried:
         gang.attempted = version
     for pod, retry in result.retries.values():

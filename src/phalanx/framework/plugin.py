@@ -25,7 +25,7 @@ value, the same in every runner.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -180,6 +180,11 @@ class Gate(Protocol):
 
     def failed(self, unit: Unit) -> None:
         """``unit`` found no room now."""
+
+    def stamp(self) -> Hashable | None:
+        """What the gate's refusals depend on besides the unit and the order: a unit it
+        refused is refused again while the stamp is unchanged, so it may be parked until the
+        stamp moves (``None``: it may change at any time; do not park)."""
 
 
 class Hooks:

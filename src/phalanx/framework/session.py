@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phalanx.cluster.hints import Hint
+from phalanx.cluster.hints import Gated, Hint
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.queues import Hold
 from phalanx.cluster.state import ClusterState
@@ -103,7 +103,7 @@ class CycleResult:
     permits: dict[str, tuple[GangInfo, float | None]] = field(default_factory=dict)
     freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
     #: blocked gang ident → its failure class (None: any release wakes it) and order key
-    hints: dict[str, tuple[Hint | None, tuple[float, ...]]] = field(default_factory=dict)
+    hints: dict[str, tuple[Hint | Gated | None, tuple[float, ...]]] = field(default_factory=dict)
 
 
 def _order(unit: Unit) -> tuple[float, ...]:
@@ -154,21 +154,27 @@ class Session:
     def units(self) -> list[Unit]:
         """Pending work, best first; gangs in backoff are left out and their retry noted."""
         units: list[Unit] = []
-        for gang in self.state.waiting_gangs(self.table):
-            if gang.backoff_until > self.now:
-                if gang.attempted < self.state.version:  # the cluster changed meanwhile
-                    self.result.deferred[gang.ident] = gang.backoff_until
-                continue
-            pending = [p for p in gang.placeable() if self.ours(p, gang)]
-            if not pending:
-                continue
-            if self.config.gang_units:
-                units.append(Unit.of_gang(gang, pending))
-            else:
-                units.extend(Unit.of_pod(pod) for pod in pending)
+        gate = None if self.gate is None else self.gate.stamp()
+        for gang in self.state.waiting_gangs(self.table, gate):
+            units.extend(self.units_of(gang))
+        units.sort(key=_order)
+        return units
+
+    def units_of(self, gang: GangInfo) -> list[Unit]:
+        """``gang``'s pending work as units with their order keys (none while it backs off)."""
+        if gang.backoff_until > self.now:
+            if gang.attempted < self.state.version:  # the cluster changed meanwhile
+                self.result.deferred[gang.ident] = gang.backoff_until
+            return []
+        pending = [p for p in gang.placeable() if self.ours(p, gang)]
+        if not pending:
+            return []
+        if self.config.gang_units:
+            units = [Unit.of_gang(gang, pending)]
+        else:
+            units = [Unit.of_pod(pod) for pod in pending]
         for unit in units:
             unit.order = self.order_key(unit)
-        units.sort(key=_order)
         return units
 
     def ours(self, pod: PodInfo, gang: GangInfo) -> bool:
