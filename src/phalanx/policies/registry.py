@@ -114,8 +114,9 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
     """The actions named, in order; an unknown name is an input error naming ``field``.
 
     ``reserve`` takes its settings after colons, e.g. ``reserve:mode=easy:aging=2h:min-gpus=16``
-    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``aging-factor``, ``max-aged``; unset
-    ones keep ``reserve``'s default; ``aging=off``, ``max-aged=all``).
+    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``aging-factor``, ``max-aged``,
+    ``aging-cap``, ``head-wait``, ``quantile``; unset ones keep ``reserve``'s default;
+    ``aging=off``, ``max-aged=all``, ``aging-cap=off``).
     """
     actions: list[Action] = []
     for name in names:
@@ -130,7 +131,7 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
 
 def _reserve(options: list[str], field: str) -> Action:
     values: dict[str, str] = {}
-    keys = ("mode", "depth", "aging", "min-gpus", "aging-factor", "max-aged")
+    keys = tuple(_FIELDS)
     for option in options:
         key, equals, value = option.partition("=")
         if not equals or key not in keys:
@@ -144,6 +145,8 @@ def _reserve(options: list[str], field: str) -> Action:
         raise InputError(f"bad reserve option: {exc}", field=field) from None
     if settings.mode not in ("easy", "conservative", "strict") or settings.depth < 1:
         raise InputError("reserve mode is easy, conservative or strict; depth ≥ 1", field=field)
+    if not 0.0 < settings.quantile <= 1.0:
+        raise InputError("reserve quantile is in (0, 1]", field=field)
     return Reserve(settings)
 
 
@@ -154,6 +157,9 @@ _FIELDS = {
     "min-gpus": "min_gpus",
     "aging-factor": "aging_factor",
     "max-aged": "max_aged",
+    "aging-cap": "aging_cap",
+    "head-wait": "head_wait",
+    "quantile": "quantile",
 }
 
 
@@ -162,8 +168,10 @@ def _parse(key: str, value: str) -> object:
         return value
     if key == "depth":
         return int(value)
-    if key == "aging":
+    if key in ("aging", "aging-cap"):
         return None if value in ("off", "none") else parse_duration(value)
+    if key == "head-wait":
+        return parse_duration(value)
     if key == "max-aged":
         return None if value in ("all", "none") else int(value)
     return float(value)
