@@ -8,8 +8,9 @@ stdout (and ``--out``). ``max_wait`` figures are in hours, JCT in hours, allocat
     python benchmarks/reservations.py [--cases synthetic-0.8,...] [--rules volcano,easy,...]
         [--estimates auto,given,perfect,noisy,none]
 
-``--rules`` takes the names of ``RULES`` or ``reserve:KEY=VALUE:...`` (over textbook EASY);
-``--estimates auto`` (the default) is ``perfect``, except ``given`` for the demo.
+``--cases`` also takes workload specs (e.g. ``philly:vc=ee9e8c,nodes=14``); ``--rules`` the
+names of ``RULES`` or ``reserve:KEY=VALUE:...`` (over textbook EASY); ``--estimates auto``
+(the default) is ``perfect``, except ``given`` for the demo.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ RULES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "easy-16gpu-aged1-1h": reserve(min_gpus="16", aging="1h", max_aged="1"),
     "easy-16gpu-aged1-4x": reserve(min_gpus="16", aging="1h", aging_factor="4", max_aged="1"),
     "easy-33gpu-aged1-4x": reserve(min_gpus="33", aging="1h", aging_factor="4", max_aged="1"),
+    "easy-33gpu-aged1-3x": reserve(min_gpus="33", aging="1h", aging_factor="3", max_aged="1"),
+    "aged1-3x": reserve(min_gpus="1e9", aging="1h", aging_factor="3", max_aged="1"),
     "aged1-1h": reserve(min_gpus="1e9", aging="1h", max_aged="1"),
     "aged-all-1h": reserve(min_gpus="1e9", aging="1h"),
     "conservative": reserve(mode="conservative"),
@@ -97,7 +100,7 @@ def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
     estimates = AUTO.get(case, "perfect") if estimates == "auto" else estimates
     began = time.process_time()
     options = SimOptions(policy=policy, actions=actions, estimates=estimates)
-    doc = simulate(load_workload(CASES[case]), options).to_json()
+    doc = simulate(load_workload(CASES.get(case, case)), options).to_json()
     metrics = summarize(doc)
     hours = 3600.0
 

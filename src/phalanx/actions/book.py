@@ -86,9 +86,6 @@ class Book:
         #: pod shapes refused this cycle → the shortest duration refused (a longer run of the
         #: same shape, placed alike, delays the same reservation at least as much)
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
-        #: (shape, duration) → where such a gang fits now beside every carve (see ``_aside``);
-        #: emptied whenever the view changes
-        self.aside: dict[tuple[bytes, float], tuple[float, Plan] | None] = {}
 
     @property
     def carves(self) -> list[Carve]:
@@ -121,7 +118,6 @@ class Book:
         """A new cycle: carves ranked again in this session's order."""
         self.session, self.now = session, session.now
         self.begun, self.refused, self.planned, self.unfit = set(), {}, False, set()
-        self.aside = {}
         if self.view is not None:
             self.view.advance(self.now)
         for carve in self.carved.values():
@@ -130,13 +126,11 @@ class Book:
     # -- changes from outside ----------------------------------------------------------------
     def took(self, start: float, end: float, plan: Plan) -> None:
         """The running gangs' timeline took this room (a start or an overrun)."""
-        self.aside.clear()
         if self.view is not None and self.view.take(start, end, plan):
             self.invalid = True
 
     def gave(self, start: float, end: float, plan: Plan) -> None:
         """The running gangs' timeline got this room back (an early end)."""
-        self.aside.clear()
         if self.view is not None and plan and end > start:
             self.view.give_back(start, end, plan)
             self.stale = True
@@ -175,59 +169,27 @@ class Book:
 
     def _carve(self, carve: Carve) -> None:
         assert self.view is not None
-        self.aside.clear()
         self.carved[carve.who.gang.ident] = carve
         self.view.take(carve.start, carve.end, carve.plan)
 
     def _uncarve(self, carve: Carve) -> None:
         assert self.view is not None
-        self.aside.clear()
         del self.carved[carve.who.gang.ident]
         self.view.give_back(carve.start, carve.end, carve.plan)
 
     # -- the gate --------------------------------------------------------------------------
     def nodes_for(self, unit: Unit) -> dict[str, int]:
-        """Pod key → node for the unit's placement: a gang whose reservation is due now starts
-        on the nodes it kept for it; a waiting gang that would still run when a reservation
-        ranked ahead of it starts goes, where it can, on room no reservation needs (best fit
-        on the reservations' timeline), since the scores alone would often pick reserved room
-        and the gate refuse it; others are placed by the scores."""
+        """Pod key → node of the unit's reservation when it is due now: a gang that held a
+        reservation starts on the nodes it kept for it (others are placed by the scores)."""
         own = self.carved.get(unit.gang.ident)
         self._ranked = None
         if own is None and (self.carved or self.invalid or self.stale):
             # ranked before the unit's pods are allocated: once they are, a waiting gang
             # looks ready, and would be ranked as elastic growth behind every reservation
             self._ranked = (unit, self._rank(unit))
-        if own is None or own.intent:
-            return self._aside(unit, own)
-        if own.start > self.now:
+        if own is None or own.intent or own.start > self.now:
             return {}
         return {pod.key: slot.node for pod, slot in zip(own.who.pods, own.plan, strict=True)}
-
-    def _aside(self, unit: Unit, own: Carve | None) -> dict[str, int]:
-        """Nodes where ``unit``'s needed pods fit now, for their estimated run, beside every
-        reservation: its own intent's, or found on the view ({} in strict mode, when no
-        reservation ranked ahead of it starts before it would end, or when there is no such
-        room)."""
-        who = self.waiters.by_ident.get(unit.gang.ident)
-        if who is None or self.settings.mode == "strict" or self._ranked is None:
-            return {}
-        self.ensure()
-        own = self.carved.get(unit.gang.ident)  # planning may have carved its intent
-        rank, end = self._ranked[1], self.now + who.duration
-        ahead = (c for c in self.carved.values() if c is not own and c.who.rank < rank)
-        if all(c.start >= end for c in ahead):
-            return {}
-        if own is not None:
-            return _nodes(own.who, own.plan) if own.intent else {}
-        key = (who.shape, who.duration)
-        if key not in self.aside:
-            assert self.view is not None
-            self.aside[key] = self.view.earliest(
-                who.requests, who.masks, who.duration, until=self.now, domains=who.domains
-            )
-        found = self.aside[key]
-        return {} if found is None else _nodes(who, found[1])
 
     def admits(self, unit: Unit, stmt: Statement) -> str | None:
         if not self.carved and not self.invalid and not self.stale:
@@ -343,10 +305,6 @@ class _Ends(Mapping[str, float]):
 
     def __len__(self) -> int:
         return len(self._running)
-
-
-def _nodes(who: Candidate, plan: Plan) -> dict[str, int]:
-    return {pod.key: slot.node for pod, slot in zip(who.pods, plan, strict=True)}
 
 
 def plan_of(stmt: Statement) -> Plan:

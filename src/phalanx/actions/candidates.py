@@ -10,8 +10,9 @@ priority, then FIFO).
 at the end of the state's gang table (new gangs are appended there), a gang short of members
 is looked at again when its members change, and a gang leaves when it starts or is found gone.
 For planning it offers, per queue, the aged gangs (oldest first, at most ``max_aged``) and the
-gangs of at least ``min_gpus`` GPUs (priority, then FIFO): the only gangs EASY reserves for.
-A gang ages when it has waited ``max(aging, aging_factor × its estimate)``.
+gangs of at least ``min_gpus`` GPUs that have waited ``head_wait`` (priority, then FIFO): the
+only gangs EASY reserves for. A gang ages when it has waited
+``max(aging, min(aging_factor × its estimate, aging_cap))``.
 """
 
 from __future__ import annotations

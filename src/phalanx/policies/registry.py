@@ -76,9 +76,12 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 
 #: phalanx's default reservation rule (chosen from measurements: benchmarks/README.md,
 #: "Reservations and backfill"): EASY backfill, a reservation for the head of each queue if it
-#: is at least ``min_gpus`` GPUs, and for the oldest ``max_aged`` gangs of each queue that have
-#: waited ``max(aging, aging_factor × their estimate)``.
-RESERVE = Settings("easy", depth=1, aging=3600.0, min_gpus=16.0, aging_factor=4.0, max_aged=1)
+#: is at least ``min_gpus`` GPUs (more than 32), and for the oldest ``max_aged`` gang of each
+#: queue that has waited ``max(aging, aging_factor × its estimate)`` (1 h, 3 ×); learned
+#: estimates are the median of the shape's runtimes.
+RESERVE = Settings(
+    "easy", depth=1, aging=3600.0, min_gpus=33.0, aging_factor=3.0, max_aged=1, quantile=0.5
+)
 
 ACTIONS: dict[str, Callable[[], Action]] = {
     "allocate": Allocate,
