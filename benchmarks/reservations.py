@@ -6,7 +6,11 @@ stdout (and ``--out``). ``max_wait`` figures are in hours, JCT in hours, allocat
 ``eta_mean_h``/``eta_p90_h`` is the error of the first expected start over gangs that waited.
 
     python benchmarks/reservations.py [--cases synthetic-0.8,...] [--rules volcano,easy,...]
-        [--estimates given,perfect,noisy]
+        [--estimates auto,given,perfect,noisy,none]
+
+``--cases`` also takes workload specs (e.g. ``philly:vc=ee9e8c,nodes=14``); ``--rules`` the
+names of ``RULES`` or ``reserve:KEY=VALUE:...`` (over textbook EASY); ``--estimates auto``
+(the default) is ``perfect``, except ``given`` for the demo.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 from phalanx.compare import load_workload, summarize
 from phalanx.sim.simulator import SimOptions, simulate
+from phalanx.sim.waits import bucket
 
 STARVATION = str(Path(__file__).parents[1] / "examples" / "04-starvation.yaml")
 CASES = {
@@ -29,36 +34,73 @@ CASES = {
     "philly-ee9e8c-16": "philly:vc=ee9e8c,nodes=16",
     "philly-2869ce-8": "philly:vc=2869ce,nodes=8",
     "starvation": STARVATION,
+    # ``make demo``'s comparison (the Makefile's DEMO_WORKLOAD)
+    "demo": "synthetic:jobs=200,nodes=8,mix=multi,gpus_per_pod=1,load=1.0,"
+    "max_duration=21600,seed=1",
 }
-#: rule name → (policy, actions or None for the policy's own)
+#: ``--estimates auto``: the model each case is judged with (the demo as ``make demo`` runs it:
+#: the manifests' own hints, none for synthetic gangs, so estimates are learned)
+AUTO = {"demo": "given"}
+#: Every reserve option, as textbook EASY has it: a rule states only what it changes, so a
+#: change of ``phalanx``'s default (``RESERVE``) changes no other rule.
+EASY = {
+    "mode": "easy",
+    "depth": "1",
+    "aging": "off",
+    "min-gpus": "0",
+    "aging-factor": "0",
+    "max-aged": "all",
+    "aging-cap": "off",
+    "head-wait": "0s",
+    "quantile": "0.8",
+}
+
+
+def reserve(**options: str) -> tuple[str, tuple[str, ...]]:
+    """``phalanx`` with these reserve options (keys with ``_`` for ``-``) over textbook EASY."""
+    merged = EASY | {key.replace("_", "-"): value for key, value in options.items()}
+    return (
+        "phalanx",
+        (":".join(["reserve", *(f"{k}={v}" for k, v in merged.items())]), "allocate"),
+    )
+
+
+#: rule name → (policy, actions or None for the policy's own); ``--rules`` also takes
+#: ``reserve:KEY=VALUE:...`` (over textbook EASY) for a rule not listed here.
 RULES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "volcano": ("volcano", None),
     "fifo-reserve": ("fifo-reserve", None),
-    "easy": ("phalanx", ("reserve:min-gpus=0:aging=off", "allocate")),
-    "easy-16gpu": ("phalanx", ("reserve:min-gpus=16:aging=off", "allocate")),
-    "easy-33gpu": ("phalanx", ("reserve:min-gpus=33:aging=off", "allocate")),
-    "easy-16gpu-aged1-1h": ("phalanx", ("reserve:min-gpus=16:aging=1h:max-aged=1", "allocate")),
-    "easy-16gpu-aged1-4x": (
-        "phalanx",
-        ("reserve:min-gpus=16:aging=1h:aging-factor=4:max-aged=1", "allocate"),
-    ),
-    "easy-33gpu-aged1-4x": (
-        "phalanx",
-        ("reserve:min-gpus=33:aging=1h:aging-factor=4:max-aged=1", "allocate"),
-    ),
-    "aged1-1h": ("phalanx", ("reserve:min-gpus=1e9:aging=1h:max-aged=1", "allocate")),
-    "aged-all-1h": ("phalanx", ("reserve:min-gpus=1e9:aging=1h:max-aged=all", "allocate")),
-    "conservative": ("phalanx", ("reserve:mode=conservative:aging=off", "allocate")),
+    "easy": reserve(),
+    "easy-16gpu": reserve(min_gpus="16"),
+    "easy-33gpu": reserve(min_gpus="33"),
+    "easy-16gpu-aged1-1h": reserve(min_gpus="16", aging="1h", max_aged="1"),
+    "easy-16gpu-aged1-4x": reserve(min_gpus="16", aging="1h", aging_factor="4", max_aged="1"),
+    "easy-33gpu-aged1-4x": reserve(min_gpus="33", aging="1h", aging_factor="4", max_aged="1"),
+    "easy-33gpu-aged1-3x": reserve(min_gpus="33", aging="1h", aging_factor="3", max_aged="1"),
+    "aged1-3x": reserve(min_gpus="1e9", aging="1h", aging_factor="3", max_aged="1"),
+    "aged1-1h": reserve(min_gpus="1e9", aging="1h", max_aged="1"),
+    "aged-all-1h": reserve(min_gpus="1e9", aging="1h"),
+    "conservative": reserve(mode="conservative"),
     "phalanx": ("phalanx", None),
 }
 DEFAULT_RULES = ",".join(rule for rule in RULES if rule not in ("conservative", "aged-all-1h"))
 
 
+def rule_of(name: str) -> tuple[str, tuple[str, ...] | None]:
+    if name in RULES:
+        return RULES[name]
+    base, *options = name.split(":")
+    if base != "reserve":
+        raise SystemExit(f"unknown rule {name!r} (choose from {', '.join(RULES)} or reserve:...)")
+    return reserve(**dict(option.split("=", 1) for option in options))
+
+
 def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
-    policy, actions = RULES[rule]
+    policy, actions = rule_of(rule)
+    estimates = AUTO.get(case, "perfect") if estimates == "auto" else estimates
     began = time.process_time()
     options = SimOptions(policy=policy, actions=actions, estimates=estimates)
-    doc = simulate(load_workload(CASES[case]), options).to_json()
+    doc = simulate(load_workload(CASES.get(case, case)), options).to_json()
     metrics = summarize(doc)
     hours = 3600.0
 
@@ -71,11 +113,13 @@ def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
         "estimates": estimates,
         "max_wait_h": h(doc["max_wait"]),
         "max_wait_by_size_h": {k: h(v) for k, v in doc["max_wait_by_size"].items()},
+        "mean_wait_by_size_h": mean_waits(doc["gangs"]),
         "jct_mean_h": h(metrics["jct_mean"]),
         "gpu_alloc_pct": None
         if metrics["gpu_alloc_ratio"] is None
         else round(float(metrics["gpu_alloc_ratio"]), 1),
         "completed": doc["completed"],
+        "makespan_h": h(metrics["makespan"]),
         "eta_mean_h": h(doc["eta_error"]["mean"]),
         "eta_p90_h": h(doc["eta_error"]["p90"]),
         "eta_unknown": doc["eta_error"]["unknown"],
@@ -83,11 +127,20 @@ def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
     }
 
 
+def mean_waits(gangs: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean wait (hours) of the gangs that started, per size bucket."""
+    waits: dict[str, list[float]] = {}
+    for gang in gangs:
+        if gang["queue_delay"] is not None:
+            waits.setdefault(bucket(gang["gpus"]), []).append(gang["queue_delay"] / 3600)
+    return {size: round(sum(w) / len(w), 2) for size, w in sorted(waits.items())}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--rules", default=DEFAULT_RULES)
-    parser.add_argument("--estimates", default="perfect")
+    parser.add_argument("--estimates", default="auto")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     for case in args.cases.split(","):

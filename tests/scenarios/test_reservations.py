@@ -109,6 +109,40 @@ def test_without_reservations_the_big_gangs_wait_for_the_small(tmp_path: Path) -
     assert starts(plain)["c"] == 3.0 and starts(plain)["a"] == 100.0
 
 
+#: 4 one-GPU nodes. r (2 GPUs) runs 0-100; a needs 3 GPUs (est. 100); c needs 2 (est. 300).
+#: Reserved at once, a starts at 100 when r ends and c (until 303 it would hold 2 of a's 3) waits
+#: for a's end; reserved only once it has waited 50 s, a lets c start at 3 and waits for c.
+HEAD_WAIT_EXAMPLE = (
+    nodes(4)
+    + gang("r", 2, at=0, runs=100, estimate=100)
+    + gang("a", 3, at=1, runs=100, estimate=100)
+    + gang("c", 2, at=3, runs=300, estimate=300)
+)
+
+
+def test_head_wait_reserves_for_a_big_gang_only_once_it_has_waited(tmp_path: Path) -> None:
+    now, _ = run(tmp_path, HEAD_WAIT_EXAMPLE, EASY)
+    assert starts(now) == {"r": 0.0, "a": 100.0, "c": 200.0}
+    later, _ = run(tmp_path, HEAD_WAIT_EXAMPLE, (EASY[0] + ":head-wait=50s", "allocate"))
+    assert starts(later) == {"r": 0.0, "a": 303.0, "c": 3.0}
+
+
+def test_aging_cap_ages_a_long_gang_at_the_cap(tmp_path: Path) -> None:
+    """a ages after max(10 s, 100 × its 100 s estimate): never, unless the relative part is
+    capped at 50 s; aged at 51 it is reserved at 100, so c (until 360) no longer starts at 60."""
+    text = (
+        nodes(4)
+        + gang("r", 2, at=0, runs=100, estimate=100)
+        + gang("a", 3, at=1, runs=100, estimate=100)
+        + gang("c", 2, at=60, runs=300, estimate=300)
+    )
+    aging = "reserve:mode=easy:min-gpus=1e9:aging=10s:aging-factor=100:max-aged=1"
+    never, _ = run(tmp_path, text, (aging, "allocate"))
+    assert starts(never) == {"r": 0.0, "a": 360.0, "c": 60.0}
+    capped, _ = run(tmp_path, text, (aging + ":aging-cap=50s", "allocate"))
+    assert starts(capped) == {"r": 0.0, "a": 100.0, "c": 200.0}
+
+
 def test_expected_starts_are_the_reservations(tmp_path: Path) -> None:
     result, events = run(tmp_path, SLURM_EXAMPLE, CONSERVATIVE)
     first = {g.name: g.expected_start_first for g in result.gangs}

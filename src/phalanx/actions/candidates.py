@@ -10,8 +10,9 @@ priority, then FIFO).
 at the end of the state's gang table (new gangs are appended there), a gang short of members
 is looked at again when its members change, and a gang leaves when it starts or is found gone.
 For planning it offers, per queue, the aged gangs (oldest first, at most ``max_aged``) and the
-gangs of at least ``min_gpus`` GPUs (priority, then FIFO): the only gangs EASY reserves for.
-A gang ages when it has waited ``max(aging, aging_factor × its estimate)``.
+gangs of at least ``min_gpus`` GPUs that have waited ``head_wait`` (priority, then FIFO): the
+only gangs EASY reserves for. A gang ages when it has waited
+``max(aging, min(aging_factor × its estimate, aging_cap))``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class Settings:
     min_gpus: float = 0.0  # easy: head reservations only for gangs at least this big
     aging_factor: float = 0.0  # a gang ages after max(aging, aging_factor × its estimate)
     max_aged: int | None = None  # aged gangs reserved per queue (None: all)
+    aging_cap: float | None = None  # the relative part of aging at most this (None: no cap)
+    head_wait: float = 0.0  # easy: a big gang is reserved for once it has waited this long
+    quantile: float = 0.8  # learned estimates: this quantile of a shape's observed runtimes
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +133,7 @@ class Waiters:
         self._big: dict[str, list[tuple[tuple[float, ...], Candidate]]] = {}
         self._aged: dict[str, list[tuple[tuple[float, ...], Candidate]]] = {}
         self._aging: list[tuple[float, int, str]] = []
+        self._heading: list[tuple[float, int, Candidate]] = []  # big gangs not yet listed
         self._seq = 0
 
     # -- keeping up ------------------------------------------------------------------------
@@ -163,6 +168,11 @@ class Waiters:
                 bisect.insort(listed, ((who.gang.created, who.seq), who), key=_first)
                 cap = self.settings.max_aged
                 moved |= cap is None or len(listed) <= cap or listed[cap - 1][1] is not who
+        while self._heading and self._heading[0][0] <= session.now:
+            who = heapq.heappop(self._heading)[2]
+            if not who.gone:
+                self._list_big(who)
+                moved = True
         return moved
 
     def consider(self, session: Session, gang: GangInfo, since: float | None = None) -> bool:
@@ -177,9 +187,12 @@ class Waiters:
         estimate = self.estimates.estimate(gang)
         settings = self.settings
         ages_at = math.inf
+        begun = gang.created if since is None else since
         if settings.aging is not None:
             relative = 0.0 if estimate is None else settings.aging_factor * estimate.seconds
-            ages_at = (gang.created if since is None else since) + max(settings.aging, relative)
+            if settings.aging_cap is not None:
+                relative = min(relative, settings.aging_cap)
+            ages_at = begun + max(settings.aging, relative)
         self._seq += 1
         who = Candidate(gang, needs, estimate, self._seq, ages_at)
         who.rank = who.rank_in(session)  # kept up to date while it is planned
@@ -187,11 +200,18 @@ class Waiters:
         self.new.append(who)
         if not math.isinf(ages_at):
             heapq.heappush(self._aging, (ages_at, who.seq, gang.ident))
-        if settings.mode == "conservative" or who.gpus >= settings.min_gpus:
-            listed = self._big.setdefault(who.queue, [])
-            bisect.insort(listed, (who.static_key(), who), key=_first)
-            return True
-        return False
+        if settings.mode != "conservative":
+            if who.gpus < settings.min_gpus:
+                return False
+            if begun + settings.head_wait > session.now:  # listed when it has waited enough
+                heapq.heappush(self._heading, (begun + settings.head_wait, who.seq, who))
+                return False
+        return self._list_big(who)
+
+    def _list_big(self, who: Candidate) -> bool:
+        listed = self._big.setdefault(who.queue, [])
+        bisect.insort(listed, (who.static_key(), who), key=_first)
+        return True
 
     def drop(self, ident: str) -> None:
         """``ident`` started or went away."""
@@ -258,7 +278,9 @@ class Waiters:
         return True
 
     def next_aging(self) -> float | None:
-        return self._aging[0][0] if self._aging else None
+        """When the next gang ages or becomes a big gang to reserve for (None: none will)."""
+        times = [heap[0][0] for heap in (self._aging, self._heading) if heap]
+        return min(times) if times else None
 
 
 def rank_of(session: Session, unit: Unit, aged: bool, *, growth: bool = False) -> Rank:

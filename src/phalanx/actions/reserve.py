@@ -66,7 +66,7 @@ class Reserve:
         self, settings: Settings | None = None, estimates: Estimates | None = None
     ) -> None:
         self.settings = settings or Settings()
-        self.estimates = estimates or Estimates()
+        self.estimates = estimates or Estimates(self.settings.quantile)
         self.running: dict[str, Running] = {}
         self.base: Timeline | None = None  # the running gangs' room over time
         self.enders: dict[float, list[str]] = {}  # estimated end → who ends then

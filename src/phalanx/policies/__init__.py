@@ -6,8 +6,9 @@ policy documents the source semantics it follows and lists its actions in order.
 - ``phalanx``: the engine's own policy — fair-share queues (:mod:`phalanx.plugins.queues`),
   reservations and backfill so that big gangs do not starve (the ``reserve`` action, see
   :mod:`phalanx.actions.reserve`: EASY backfill, the head of each queue reserved when it is
-  16+ GPUs, and the oldest gang of each queue that has waited max(1 h, 4 × its estimate);
-  ``allocate`` backfills only what delays no reservation), gang-aware ``preempt`` and
+  more than 32 GPUs, and the oldest gang of each queue that has waited max(1 h, 3 × its
+  estimate); learned estimates are the median of the shape's runtimes; ``allocate``
+  backfills only what delays no reservation), gang-aware ``preempt`` and
   ``reclaim`` (:mod:`phalanx.actions.preempt`), gang units placed all-or-nothing through a
   Statement, priority then FIFO order, kube-scheduler's filters, binpack scoring,
   ``scheduleTimeoutSeconds`` with backoff, best-fit network domains. Nothing is ever held

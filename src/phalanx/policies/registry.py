@@ -76,9 +76,12 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 
 #: phalanx's default reservation rule (chosen from measurements: benchmarks/README.md,
 #: "Reservations and backfill"): EASY backfill, a reservation for the head of each queue if it
-#: is at least ``min_gpus`` GPUs, and for the oldest ``max_aged`` gangs of each queue that have
-#: waited ``max(aging, aging_factor × their estimate)``.
-RESERVE = Settings("easy", depth=1, aging=3600.0, min_gpus=16.0, aging_factor=4.0, max_aged=1)
+#: is at least ``min_gpus`` GPUs (more than 32), and for the oldest ``max_aged`` gang of each
+#: queue that has waited ``max(aging, aging_factor × its estimate)`` (1 h, 3 ×); learned
+#: estimates are the median of the shape's runtimes.
+RESERVE = Settings(
+    "easy", depth=1, aging=3600.0, min_gpus=33.0, aging_factor=3.0, max_aged=1, quantile=0.5
+)
 
 ACTIONS: dict[str, Callable[[], Action]] = {
     "allocate": Allocate,
@@ -114,8 +117,9 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
     """The actions named, in order; an unknown name is an input error naming ``field``.
 
     ``reserve`` takes its settings after colons, e.g. ``reserve:mode=easy:aging=2h:min-gpus=16``
-    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``aging-factor``, ``max-aged``; unset
-    ones keep ``reserve``'s default; ``aging=off``, ``max-aged=all``).
+    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``aging-factor``, ``max-aged``,
+    ``aging-cap``, ``head-wait``, ``quantile``; unset ones keep ``reserve``'s default;
+    ``aging=off``, ``max-aged=all``, ``aging-cap=off``).
     """
     actions: list[Action] = []
     for name in names:
@@ -130,7 +134,7 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
 
 def _reserve(options: list[str], field: str) -> Action:
     values: dict[str, str] = {}
-    keys = ("mode", "depth", "aging", "min-gpus", "aging-factor", "max-aged")
+    keys = tuple(_FIELDS)
     for option in options:
         key, equals, value = option.partition("=")
         if not equals or key not in keys:
@@ -144,6 +148,8 @@ def _reserve(options: list[str], field: str) -> Action:
         raise InputError(f"bad reserve option: {exc}", field=field) from None
     if settings.mode not in ("easy", "conservative", "strict") or settings.depth < 1:
         raise InputError("reserve mode is easy, conservative or strict; depth ≥ 1", field=field)
+    if not 0.0 < settings.quantile <= 1.0:
+        raise InputError("reserve quantile is in (0, 1]", field=field)
     return Reserve(settings)
 
 
@@ -154,6 +160,9 @@ _FIELDS = {
     "min-gpus": "min_gpus",
     "aging-factor": "aging_factor",
     "max-aged": "max_aged",
+    "aging-cap": "aging_cap",
+    "head-wait": "head_wait",
+    "quantile": "quantile",
 }
 
 
@@ -162,8 +171,10 @@ def _parse(key: str, value: str) -> object:
         return value
     if key == "depth":
         return int(value)
-    if key == "aging":
+    if key in ("aging", "aging-cap"):
         return None if value in ("off", "none") else parse_duration(value)
+    if key == "head-wait":
+        return parse_duration(value)
     if key == "max-aged":
         return None if value in ("all", "none") else int(value)
     return float(value)

@@ -49,6 +49,7 @@ def test_the_scheduler_builds_the_actions_in_the_order_named() -> None:
         assert [type(a) for a in actions] == [Reserve, Allocate, Preempt, Reclaim]
     default, easy = (Scheduler(get_policy(n)).actions[0] for n in ("phalanx", "phalanx-reserve"))
     assert isinstance(default, Reserve) and default.settings == RESERVE
+    assert default.estimates.quantile == RESERVE.quantile  # learned estimates: its quantile
     assert isinstance(easy, Reserve) and easy.settings == Settings("easy")
 
 
@@ -56,12 +57,22 @@ def test_reserve_takes_its_settings_after_colons() -> None:
     spec = "reserve:mode=conservative:aging=off:min-gpus=16:depth=2"
     (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
     assert isinstance(action, Reserve)
-    assert action.settings == replace(RESERVE, mode="conservative", depth=2, aging=None)
-    spec = "reserve:aging-factor=2:max-aged=all:min-gpus=0"
+    expected = replace(RESERVE, mode="conservative", depth=2, aging=None, min_gpus=16.0)
+    assert action.settings == expected
+    spec = "reserve:aging-cap=2d:head-wait=30m:quantile=0.8:aging-factor=2:max-aged=all:min-gpus=0"
     (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
     assert isinstance(action, Reserve)
-    assert action.settings == replace(RESERVE, aging_factor=2.0, max_aged=None, min_gpus=0.0)
-    for bad in ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1"):
+    assert action.settings == replace(
+        RESERVE,
+        aging_factor=2.0,
+        max_aged=None,
+        min_gpus=0.0,
+        aging_cap=2 * 86400.0,
+        head_wait=1800.0,
+        quantile=0.8,
+    )
+    bad_specs = ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1")
+    for bad in (*bad_specs, "reserve:quantile=0", "reserve:head-wait=off"):
         with pytest.raises(InputError, match="reserve"):
             Scheduler(get_policy("phalanx"), actions=[bad])
     with pytest.raises(InputError, match="takes no options"):
