@@ -52,12 +52,13 @@ def cluster(gpus: list[int], *, cpu: int = 64000, models: list[str] | None = Non
 def use(
     state: ClusterState, node: int, *, cpu: int = 0, devices: dict[int, int] | None = None
 ) -> None:
-    """Take ``cpu`` milli-CPU and ``devices`` {device: milli} on ``node``."""
+    """Take ``cpu`` milli-CPU and ``devices`` {device: milli} on ``node`` (through the table's
+    writers, as placements do)."""
     table = state.table
-    state.table.requested[node, table.index.position["cpu"]] += cpu
+    if cpu:
+        table.add(node, table.index.vector({"cpu": cpu}))
     for device, milli in (devices or {}).items():
-        table.requested[node, table.gpu_col] += milli
-        table.gpu_free[node, device] -= milli
+        table.add(node, table.index.vector({GPU: milli}), (device,))
 
 
 def pod(state: ClusterState, name: str, cpu: int, gpu: int = 0) -> PodInfo:

@@ -186,8 +186,8 @@ class FragModel:
 
     def node_terms(self, free: Ints) -> tuple[Floats, Ints, Floats]:
         """``S[n, j]``, ``C[n, j]`` and ``Σ_g R_g`` of device rows ``free[n, G]``."""
-        ge = free[:, :, None] >= self.thresholds[None, None, :]
-        s = np.einsum("ng,ngk->nk", free.astype(np.float64), ge.astype(np.float64))
+        ge = free[:, :, None] >= self.thresholds
+        s = np.where(ge, free[:, :, None], 0).sum(axis=1).astype(np.float64)  # exact integers
         c = ge.sum(axis=1, dtype=np.int64)
         return s, c, free.sum(axis=1, dtype=np.int64).astype(np.float64)
 
@@ -209,7 +209,7 @@ class FragModel:
 class Fragmentation:
     """FGD's fragmentation measure over a node table, kept up to date incrementally: every
     call compares the table with the last one seen and recomputes only the nodes that
-    changed."""
+    changed (nothing at all when the table's generation has not moved)."""
 
     def __init__(self, workload: TargetWorkload, model_label: str = GPU_MODEL_LABEL) -> None:
         self.workload = workload
@@ -221,12 +221,15 @@ class Fragmentation:
         self.c = np.zeros((0, 0), dtype=np.int64)
         self.tot = np.zeros(0, dtype=np.float64)
         self.frag = np.zeros(0, dtype=np.float64)  # F_n(M) · total
+        self.seen = -1  # the generation of the table last seen
 
     def refresh(self, table: NodeTable) -> FragModel:
-        free = table.gpu_free
-        cpu_col = table.index.position["cpu"]
-        cpu_left = table.allocatable[:, cpu_col] - table.requested[:, cpu_col]
         model = self.model
+        if model is not None and model.facts is table.facts and self.seen == table.generation:
+            return model  # the same contents as last time (see NodeTable's generations)
+        self.seen = table.generation
+        free = table.gpu_free
+        cpu_left = table.free_columns()[:, table.index.position["cpu"]].copy()
         if model is None or model.facts is not table.facts or self.free.shape != free.shape:
             model = self.model = FragModel(self.workload, table.facts, self.model_label)
             rows = np.arange(len(table), dtype=np.intp)
@@ -234,7 +237,7 @@ class Fragmentation:
             self.frag = model.scaled(rows, cpu_left, self.s, self.c, self.tot)
         else:
             changed = (free != self.free).any(axis=1) | (cpu_left != self.cpu_left)
-            rows = np.flatnonzero(changed)
+            rows = changed.nonzero()[0]
             if rows.size:
                 s, c, tot = model.node_terms(free[rows])
                 self.s[rows], self.c[rows], self.tot[rows] = s, c, tot

@@ -27,11 +27,17 @@ masks) are dropped without a notification protocol.
 write through :meth:`add`, :meth:`remove`, :meth:`pipeline` or :meth:`mark_releasing` copies
 them. A cycle that places nothing copies nothing. Writers must use those methods, never write
 the matrices in place.
+
+**Generations.** Every write gives the table a new ``generation``, unique over all tables of the
+process; a copy keeps its source's. Two tables with the same generation hold the same usage, so
+what is computed from a table's contents alone (a fragmentation measure, a failure message) can
+be kept until the generation moves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import count
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +52,9 @@ Rows = npt.NDArray[np.intp]  # node indices
 #: One allocatable column: values, divisor max(alloc, 1), alloc > 0, and whether all are > 0.
 AllocColumn = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Mask, bool]
 
+
+#: Table generations (see the module's docstring): one counter for the process.
+_GENERATIONS = count(1)
 
 #: Where a removed node's row stays: no name, nothing allocatable, never schedulable.
 TOMBSTONE = NodeSpec("", {}, unschedulable=True)
@@ -118,6 +127,7 @@ class NodeTable:
         #: changes to nodes or columns, which make every row-wise cache stale
         self.written: list[int] | None = None
         self.epoch = 0
+        self.generation = next(_GENERATIONS)
 
     @classmethod
     def build(cls, nodes: Sequence[NodeSpec], index: ResourceIndex) -> NodeTable:
@@ -148,6 +158,7 @@ class NodeTable:
         table._shared = True
         table._columns = self._columns
         table._free, table._whole = self._free, self._whole  # copied on the first write
+        table.generation = self.generation
         return table
 
     def track(self) -> None:
@@ -155,6 +166,8 @@ class NodeTable:
         self.written = []
 
     def _own(self) -> None:
+        """Before every write: a new generation, and the usage matrices made this table's."""
+        self.generation = next(_GENERATIONS)
         if self._shared:
             self.requested = self.requested.copy()
             self.releasing = self.releasing.copy()
@@ -240,21 +253,24 @@ class NodeTable:
 
     def capacity_for(self, request: Vector, mask: Mask) -> int:
         """How many pods of shape ``request`` fit, in total, on the nodes of ``mask``."""
-        return int(self.capacity_per_node(request, mask).sum())
+        cols = np.flatnonzero(request)
+        if not cols.size:
+            return 0
+        return int(self._capacity(request, cols, np.flatnonzero(mask)).sum())
 
     def capacity_per_node(self, request: Vector, mask: Mask) -> Matrix:
         """How many pods of shape ``request`` fit on each node of ``mask`` (0 elsewhere)."""
-        cols = np.flatnonzero(request).tolist()
+        cols = np.flatnonzero(request)
         per_node = np.zeros(len(self), dtype=np.int64)
-        if not cols:
-            return per_node
-        rows = np.flatnonzero(mask)
-        table = self.free_columns()
-        inside: npt.NDArray[np.int64] | None = None
-        for col in cols:
-            room = np.maximum(table[rows, col], 0) // request[col]
-            inside = room if inside is None else np.minimum(inside, room, out=inside)
-        assert inside is not None
+        if cols.size:
+            rows = np.flatnonzero(mask)
+            per_node[rows] = self._capacity(request, cols, rows)
+        return per_node
+
+    def _capacity(self, request: Vector, cols: Rows, rows: Rows) -> Matrix:
+        """Pods of shape ``request`` (asking for ``cols``) that fit on each node of ``rows``."""
+        room = np.maximum(self.free_columns()[np.ix_(rows, cols)], 0) // request[cols]
+        inside: Matrix = room.min(axis=1)
         gpu = int(request[self.gpu_col])
         if gpu:
             count, each = devices.shape(gpu)
@@ -262,8 +278,7 @@ class NodeTable:
                 inside = np.minimum(inside, self.whole_free()[rows] // count)
             else:
                 inside = np.minimum(inside, devices.capacity(self.gpu_free[rows], gpu))
-        per_node[rows] = inside
-        return per_node
+        return inside
 
     def pick_gpus(self, node: int, request: Vector) -> tuple[int, ...]:
         """The devices a pod with ``request`` would take on ``node`` (best fit)."""

@@ -38,6 +38,11 @@ class Predicates:
             self._static[placement] = mask
         return mask
 
+    def table_only(self) -> bool:
+        """The verdict reads only the table and the pod's request, placement and validity (so
+        explanations may be kept per table generation, see ``framework.explain``)."""
+        return True
+
     def filter(self, table: NodeTable, pod: PodInfo) -> Mask:
         if pod.invalid:
             return np.zeros(len(table), dtype=bool)

@@ -206,6 +206,10 @@ class Queues:
         self.seen = len(binds)
 
     # -- held room -------------------------------------------------------------------------
+    def table_only(self) -> bool:
+        """With no room held, every node passes whatever the pod (see ``framework.explain``)."""
+        return not self.book.holds
+
     def filter(self, table: NodeTable, pod: PodInfo) -> Mask:
         mask = np.ones(len(table), dtype=bool)
         if not self.book.holds:

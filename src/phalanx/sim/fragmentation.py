@@ -5,7 +5,12 @@ weighted by ``parallelism``): fragmentation is the free GPU that those tasks, in
 proportions, could not use. The same target is what the ``fgd`` scoring plugin descends in
 ``simulate`` and ``compare`` (:func:`run_target`). After each instant the meter samples
 ``fragmented / idle`` GPU in percent (FGD's fragmentation ratio; 0 when no GPU is idle). The
-measure is incremental: only nodes whose free devices or CPU changed are recomputed.
+measure is incremental: only nodes whose free devices or CPU changed are recomputed, and an
+instant that wrote nothing to the node table (its generation, see
+:mod:`phalanx.cluster.nodes`, did not move: an arrival that found no room, a cycle that placed
+nothing) keeps the last figures without looking at the table. The recorded series are the same
+as when every instant is measured: an unchanged ratio adds no point, and the per-domain
+integrals still advance at every instant.
 
 With a topology, the meter also follows each level of the first one (racks, blocks, hosts):
 per domain the fragmented / idle GPU in percent, summarised per level as the mean over the
@@ -52,10 +57,17 @@ class FragMeter:
         self.last = 0.0
         self.current: dict[str, tuple[float, float, float]] = {}  # level → its three figures
         self.integral: dict[str, list[float]] = {}
+        #: what the last figures were measured on: the table, its generation, the topology
+        self._seen: tuple[NodeTable, int, Topology | None] | None = None
 
     def sample(self, now: float, table: NodeTable, topology: Topology | None = None) -> None:
         if self.measure is None:
             return
+        if self._unchanged(table, topology):  # the same figures as last time
+            if topology is not None:
+                self._advance(now)
+            return
+        self._seen = (table, table.generation, topology)
         fragmented, idle = self.measure.measure(table)
         self.ratio.set(now, round(100.0 * fragmented / idle, 4) if idle > 0 else 0.0)
         if topology is None:
@@ -69,6 +81,15 @@ class FragMeter:
             mean = float(ratios.mean()) if ratios.size else 0.0
             share = 100.0 * float(np.count_nonzero(frag > 0)) / max(len(level), 1)
             self.current[level.name] = (mean, worst, share)
+
+    def _unchanged(self, table: NodeTable, topology: Topology | None) -> bool:
+        seen = self._seen
+        return (
+            seen is not None
+            and seen[0] is table
+            and seen[1] == table.generation
+            and seen[2] is topology
+        )
 
     def _advance(self, now: float) -> None:
         for name, figures in self.current.items():

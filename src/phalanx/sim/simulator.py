@@ -386,7 +386,8 @@ class Simulation:
         return self.state.topology.over(self.state.table.facts)
 
     def gpu(self, pod: PodInfo) -> int:
-        return int(pod.request[self.gpu_columns].sum()) if self.gpu_columns else 0
+        request = pod.request
+        return sum(int(request[column]) for column in self.gpu_columns)
 
     def emit(
         self,
