@@ -206,6 +206,10 @@ class FragModel:
         return np.asarray(tot * self.weight_total - held @ self.type_weight, dtype=np.float64)
 
 
+#: node states whose terms are kept (the memo is cleared past it)
+_ROWS_KEPT = 1 << 16
+
+
 class Fragmentation:
     """FGD's fragmentation measure over a node table, kept up to date incrementally: every
     call compares the table with the last one seen and recomputes only the nodes that
@@ -222,6 +226,8 @@ class Fragmentation:
         self.tot = np.zeros(0, dtype=np.float64)
         self.frag = np.zeros(0, dtype=np.float64)  # F_n(M) · total
         self.seen = -1  # the generation of the table last seen
+        #: (node, its free devices, its free CPU) → its terms (S row, C row, Σ R_g, F · total)
+        self._rows: dict[tuple[int, bytes, int], tuple[Floats, Ints, float, float]] = {}
 
     def refresh(self, table: NodeTable) -> FragModel:
         model = self.model
@@ -235,16 +241,35 @@ class Fragmentation:
             rows = np.arange(len(table), dtype=np.intp)
             self.s, self.c, self.tot = model.node_terms(free)
             self.frag = model.scaled(rows, cpu_left, self.s, self.c, self.tot)
+            self._rows = {}
         else:
             changed = (free != self.free).any(axis=1) | (cpu_left != self.cpu_left)
             rows = changed.nonzero()[0]
             if rows.size:
-                s, c, tot = model.node_terms(free[rows])
-                self.s[rows], self.c[rows], self.tot[rows] = s, c, tot
-                self.frag[rows] = model.scaled(rows, cpu_left[rows], s, c, tot)
+                self._update(model, rows, free, cpu_left)
         self.free = free.copy()
         self.cpu_left = cpu_left
         return model
+
+    def _update(
+        self, model: FragModel, rows: npt.NDArray[np.intp], free: Ints, cpu_left: Ints
+    ) -> None:
+        """Recompute the terms of ``rows``; a node back in a state it was in before (same free
+        devices and CPU) takes the terms it had then."""
+        keys = [(row, free[row].tobytes(), int(cpu_left[row])) for row in rows.tolist()]
+        known = [self._rows.get(key) for key in keys]
+        if all(terms is not None for terms in known):
+            for (row, _, _), terms in zip(keys, known, strict=True):
+                assert terms is not None
+                self.s[row], self.c[row], self.tot[row], self.frag[row] = terms
+            return
+        s, c, tot = model.node_terms(free[rows])
+        self.s[rows], self.c[rows], self.tot[rows] = s, c, tot
+        self.frag[rows] = model.scaled(rows, cpu_left[rows], s, c, tot)
+        if len(self._rows) > _ROWS_KEPT:
+            self._rows.clear()
+        for i, key in enumerate(keys):
+            self._rows[key] = (s[i], c[i], tot[i], self.frag[key[0]])
 
     def measure(self, table: NodeTable) -> tuple[float, float]:
         """``(fragmented, idle)`` milli-GPU of the whole table (FGD's cluster F(M) and the

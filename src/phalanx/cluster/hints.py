@@ -37,7 +37,6 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
 from phalanx.api.specs import Placement
-from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.resources import Vector
 
@@ -114,7 +113,6 @@ class CapacityOf:
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
-        self._masks: dict[Placement, Mask] = {}
         self._known: dict[tuple[bytes, Placement], int] = {}  # shapes shared by classes
 
     def __call__(self, request: Vector, placement: Placement) -> int:
@@ -127,12 +125,7 @@ class CapacityOf:
         return known
 
     def _count(self, request: Vector, placement: Placement) -> int:
-        mask = self._masks.get(placement)
-        if mask is None:
-            facts = self.table.facts
-            mask = facts.selector_mask(placement) & facts.toleration_mask(placement)
-            mask = self._masks[placement] = mask & ~facts.unschedulable
-        return self.table.capacity_for(request, mask)
+        return self.table.capacity_for(request, self.table.facts.usable(placement))
 
 
 class Failures:

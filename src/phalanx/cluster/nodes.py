@@ -56,6 +56,9 @@ AllocColumn = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Mask, bool]
 #: Table generations (see the module's docstring): one counter for the process.
 _GENERATIONS = count(1)
 
+#: Up to this many nodes a fit test compares ``[nodes × columns]`` at once (fewer numpy calls).
+SMALL_TABLE = 256
+
 #: Where a removed node's row stays: no name, nothing allocatable, never schedulable.
 TOMBSTONE = NodeSpec("", {}, unschedulable=True)
 
@@ -74,6 +77,7 @@ class NodeFacts:
         self.unschedulable = np.array([node.unschedulable for node in nodes], dtype=bool)
         self._selector: dict[Placement, Mask] = {}
         self._tolerated: dict[Placement, Mask] = {}
+        self._usable: dict[Placement, Mask] = {}
 
     def __len__(self) -> int:
         return len(self.names)
@@ -90,6 +94,15 @@ class NodeFacts:
         mask = self._tolerated.get(placement)
         if mask is None:
             mask = self._tolerated[placement] = self.taints.tolerated(placement.tolerations)
+        return mask
+
+    def usable(self, placement: Placement) -> Mask:
+        """Nodes a pod with ``placement`` may use at all: selector and affinity match, taints
+        tolerated, not cordoned (cached; read only)."""
+        mask = self._usable.get(placement)
+        if mask is None:
+            mask = self.selector_mask(placement) & self.toleration_mask(placement)
+            mask = self._usable[placement] = mask & ~self.unschedulable
         return mask
 
 
@@ -223,11 +236,14 @@ class NodeTable:
             free = free + self.releasing[:, cols] - self.pipelined[:, cols]
             return np.asarray(np.all(free >= request[cols], axis=1), dtype=bool)
         table = self.free_columns()
-        mask = np.ones(len(self), dtype=bool)
-        column = np.empty(len(self), dtype=bool)
-        for col in cols.tolist():
-            np.greater_equal(table[:, col], request[col], out=column)
-            mask &= column
+        if len(self) <= SMALL_TABLE:  # one comparison beats a numpy call per column
+            mask = np.asarray((table[:, cols] >= request[cols]).all(axis=1), dtype=bool)
+        else:  # column by column: no [nodes × columns] temporaries
+            mask = np.ones(len(self), dtype=bool)
+            column = np.empty(len(self), dtype=bool)
+            for col in cols.tolist():
+                np.greater_equal(table[:, col], request[col], out=column)
+                mask &= column
         gpu = int(request[self.gpu_col])
         if gpu:
             count, each = devices.shape(gpu)
@@ -253,31 +269,23 @@ class NodeTable:
 
     def capacity_for(self, request: Vector, mask: Mask) -> int:
         """How many pods of shape ``request`` fit, in total, on the nodes of ``mask``."""
-        cols = np.flatnonzero(request)
-        if not cols.size:
-            return 0
-        return int(self._capacity(request, cols, np.flatnonzero(mask)).sum())
+        return int(self.capacity_per_node(request, mask).sum())
 
     def capacity_per_node(self, request: Vector, mask: Mask) -> Matrix:
         """How many pods of shape ``request`` fit on each node of ``mask`` (0 elsewhere)."""
-        cols = np.flatnonzero(request)
-        per_node = np.zeros(len(self), dtype=np.int64)
-        if cols.size:
-            rows = np.flatnonzero(mask)
-            per_node[rows] = self._capacity(request, cols, rows)
-        return per_node
-
-    def _capacity(self, request: Vector, cols: Rows, rows: Rows) -> Matrix:
-        """Pods of shape ``request`` (asking for ``cols``) that fit on each node of ``rows``."""
-        room = np.maximum(self.free_columns()[np.ix_(rows, cols)], 0) // request[cols]
+        cols = request.nonzero()[0]
+        if not cols.size:
+            return np.zeros(len(self), dtype=np.int64)
+        room = np.maximum(self.free_columns()[:, cols], 0) // request[cols]
         inside: Matrix = room.min(axis=1)
         gpu = int(request[self.gpu_col])
         if gpu:
             count, each = devices.shape(gpu)
             if each == devices.WHOLE:
-                inside = np.minimum(inside, self.whole_free()[rows] // count)
+                np.minimum(inside, self.whole_free() // count, out=inside)
             else:
-                inside = np.minimum(inside, devices.capacity(self.gpu_free[rows], gpu))
+                np.minimum(inside, devices.capacity(self.gpu_free, gpu), out=inside)
+        inside[~mask] = 0
         return inside
 
     def pick_gpus(self, node: int, request: Vector) -> tuple[int, ...]:
