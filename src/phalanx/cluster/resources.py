@@ -86,6 +86,8 @@ def smallest_total(requests: npt.NDArray[np.int64], count: int) -> Vector:
     big for the cluster only when it truly is."""
     if requests.size == 0:
         return np.zeros(0, dtype=np.int64)
+    if len(requests) == 1 and count >= 1:  # one pod (most gangs of a trace): its request
+        return np.array(requests[0], dtype=np.int64)
     return saturating_sum(np.sort(requests, axis=0)[:count])
 
 

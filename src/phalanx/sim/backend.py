@@ -37,7 +37,8 @@ class SimBackend:
                 sim.shares.asked(sim, pod, -1)
             self.reserved.discard(pod.key)
             sim.state.confirm(pod.key)
-            sim.emit("bind", pod=pod, node=sim.state.table.names[node], path=sim.path(node))
+            if sim.sink is not None:
+                sim.emit("bind", pod=pod, node=sim.state.table.names[node], path=sim.path(node))
         if gang.started is not None:  # an elastic gang grows
             sim.elastic.resize(sim, gang, grew=[pod for pod, _ in binds])
         elif sim.options.startup_delay > 0:

@@ -59,11 +59,13 @@ def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> Non
         if job.template.gang_key is not None:
             vector = index.vector(job.template.requests)
             members[job.template.gang_key].extend([vector] * job.parallelism)
+    fits: set[tuple[object, ...]] = set()  # gangs of these shapes fit (traces repeat them)
     for item in workload.items_of(GangSpec):
         gang = item.spec
         assert isinstance(gang, GangSpec)
         vectors = members.get(gang.key, [])
-        if not vectors:
+        shape = (gang.min_member, *(v.tobytes() for v in vectors))
+        if not vectors or shape in fits:
             continue
         need = smallest_total(np.array(vectors), gang.min_member)
         over = np.flatnonzero(need > total)
@@ -77,3 +79,4 @@ def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> Non
                 obj=f"PodGroup {gang.key}",
                 field="spec.minMember",
             )
+        fits.add(shape)

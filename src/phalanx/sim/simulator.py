@@ -386,8 +386,10 @@ class Simulation:
         return self.state.topology.over(self.state.table.facts)
 
     def gpu(self, pod: PodInfo) -> int:
-        request = pod.request
-        return sum(int(request[column]) for column in self.gpu_columns)
+        columns = self.gpu_columns
+        if len(columns) == 1:  # the usual case: one GPU resource
+            return int(pod.request[columns[0]])
+        return sum(int(pod.request[column]) for column in columns)
 
     def emit(
         self,
