@@ -210,6 +210,32 @@ def test_fragmentation_per_node_by_hand() -> None:
     assert frag.node_fragmentation(state.table).tolist() == [800.0, 2000.0, 1125.0]
 
 
+def test_incremental_fragmentation_equals_a_fresh_measure() -> None:
+    """Kept up to date through writes (rows recomputed, node states seen before reused, no
+    work while the table's generation holds), the measure equals one computed from scratch."""
+    state = cluster([2, 2, 2, 4], models=["T4", "T4", "P100", "T4"])
+    table, kept = state.table, Fragmentation(WORKLOAD)
+    rng = np.random.default_rng(3)
+    taken: list[tuple[int, np.ndarray, tuple[int, ...]]] = []
+    for step in range(200):
+        if taken and rng.random() < 0.45:
+            node, request, gpus = taken.pop(int(rng.integers(len(taken))))
+            table.remove(node, request, gpus)
+        else:
+            node = int(rng.integers(len(table)))
+            milli = int(rng.choice([0, 300, 500, 1000]))
+            request = table.index.vector({"cpu": int(rng.choice([1000, 8000])), GPU: milli})
+            gpus = table.pick_gpus(node, request) if milli else ()
+            if table.fits(request)[node] and (gpus or not milli):
+                table.add(node, request, gpus)
+                taken.append((node, request, gpus))
+        if step % 5 == 4:  # some writes are measured only after the next ones
+            continue
+        fresh = Fragmentation(WORKLOAD)
+        assert kept.measure(table) == fresh.measure(table)
+        assert kept.node_fragmentation(table).tolist() == fresh.node_fragmentation(table).tolist()
+
+
 def test_fgd_scores_the_drop_in_fragmentation() -> None:
     state = fgd_cluster()
     plugin = FGD(WORKLOAD)

@@ -50,17 +50,17 @@ class Selector:
         """``hooks``: the plugins' hooks, found once per scheduler (isinstance on a runtime
         Protocol is slow)."""
         self.table = table
-        table.track()
         self.filters: Sequence[Filter] = hooks.filters
         self.row_filters: Sequence[RowFilter] = hooks.row_filters
         self.other_filters: Sequence[Filter] = hooks.other_filters
         self.scorers: Sequence[Score] = hooks.scorers
         self.row_scores: Sequence[RowScore] = hooks.row_scores
-        #: keep each shape's scores: every scorer has row hooks and the table is big enough
-        self.incremental_scores = (
-            len(self.row_scores) == len(self.scorers) and len(table) >= MIN_NODES
-        )
         self._shapes: dict[tuple[object, ...], _Shape] = {}
+        #: keep each shape's scores: every scorer has row hooks and the table is big enough
+        self.incremental_scores = False
+        if len(table) >= MIN_NODES:  # below, nothing is kept: no write log
+            table.track()
+            self.incremental_scores = len(self.row_scores) == len(self.scorers)
 
     def feasible(self, pod: PodInfo) -> Mask:
         """Nodes where ``pod`` may go now (a new array: the caller may change it)."""

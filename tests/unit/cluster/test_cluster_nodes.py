@@ -163,3 +163,68 @@ def test_total_allocatable_excludes_unschedulable_nodes(cordoned, expected_gpu) 
     # Usage does not change it: it is about what the cluster could ever hold.
     table.add(0, table.index.vector({GPU: 1000}))
     assert table.index.mapping(table.total_allocatable()).get(GPU, 0) == expected_gpu
+
+
+def random_table(nodes: int, seed: int) -> NodeTable:
+    """``nodes`` 8-GPU nodes with random usage, written through the table's own writers."""
+    rng = np.random.default_rng(seed)
+    table = table_of(*[{"cpu": 16_000, "memory": 64 * GiB, "pods": 8, GPU: 8000}] * nodes)
+    for node in range(nodes):
+        for _ in range(int(rng.integers(0, 6))):
+            gpus = int(rng.choice([0, 500, 1000, 2000]))
+            request = table.index.vector({"cpu": 1000, "memory": GiB, "pods": 1, GPU: gpus})
+            picked = table.pick_gpus(node, request) if gpus else ()
+            if table.fits(request)[node] and (picked or not gpus):
+                table.add(node, request, picked)
+    return table
+
+
+@pytest.mark.parametrize("nodes", [12, 300], ids=["small-table", "column-by-column"])
+def test_fits_and_capacity_agree_with_a_count_per_node(nodes: int) -> None:
+    """Both fit paths (one comparison for small tables, column by column above) and the
+    capacity per node give what counting node by node gives."""
+    table = random_table(nodes, seed=nodes)
+    index = table.index
+    mask = np.arange(nodes) % 3 != 0
+    for gpus in (0, 500, 1000, 3000):
+        request = index.vector({"cpu": 2000, "memory": 4 * GiB, "pods": 1, GPU: gpus})
+        free = table.allocatable - table.requested
+        expected_fit, expected_count = [], []
+        for node in range(nodes):
+            cols = request > 0
+            by_resource = (free[node][cols] // request[cols]).min()
+            if gpus:
+                count, each = (gpus // 1000, 1000) if gpus >= 1000 else (1, gpus)
+                devices = table.gpu_free[node]
+                by_gpu = (
+                    int((devices == 1000).sum()) // count
+                    if each == 1000
+                    else int((devices // each).sum())
+                )
+                by_resource = min(by_resource, by_gpu)
+            expected_fit.append(bool(by_resource >= 1))
+            expected_count.append(int(by_resource) if mask[node] else 0)
+        assert table.fits(request).tolist() == expected_fit
+        assert table.capacity_per_node(request, mask).tolist() == expected_count
+        assert table.capacity_for(request, mask) == sum(expected_count)
+
+
+def test_every_write_gives_a_new_generation_and_a_copy_keeps_it() -> None:
+    table = table_of(FULL, FULL)
+    request = table.index.vector({"cpu": 1000, GPU: 1000})
+    seen = {table.generation}
+    copy = table.copy()
+    assert copy.generation == table.generation
+    writes = [
+        lambda: copy.add(0, request, (0,)),
+        lambda: copy.remove(0, request, (0,)),
+        lambda: copy.pipeline(1, request),
+        lambda: copy.mark_releasing(1, request),
+        lambda: copy.set_node(2, NodeSpec("n2", FULL)),
+        lambda: copy.add_columns(1),
+    ]
+    for write in writes:
+        write()
+        assert copy.generation not in seen  # unique, even across tables
+        seen.add(copy.generation)
+    assert table.generation == min(seen)  # the source did not move

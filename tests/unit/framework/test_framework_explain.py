@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, Placement, PodSpec
+from phalanx.cluster.queues import Hold
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
+from phalanx.cluster.workloads import PodStatus
 from phalanx.framework.explain import needs, node_reasons, progress, shapes
 from phalanx.framework.session import Session
 from phalanx.framework.unit import Unit
@@ -110,4 +112,31 @@ def test_needs_lists_every_shape_with_what_fits() -> None:
         "needs 4 × {nvidia.com/gpu: 1}; 4 fit now; "
         "needs 1 × {nvidia.com/gpu: 2}; 0 fit now "
         "(0/4 nodes have room: 4 Insufficient nvidia.com/gpu)"
+    )
+
+
+def test_needs_is_kept_while_the_table_holds_and_follows_it_after() -> None:
+    """The text of a shape is kept for the table's generation: the same cluster gives the same
+    text, a release gives a new one, and room held for a preemptor (a filter reading more than
+    the table) is never served from what was kept."""
+    state = state_of()
+    busy = [pod(state, f"busy{node}", {GPU: 1000}) for node in range(4)]
+    for node, placed in enumerate(busy):
+        state.bind(placed, node, 0.0)
+    unit = Unit.of_pod(pod(state, "w", {GPU: 1000}))
+    full = (
+        "needs 1 × {nvidia.com/gpu: 1}; 0 fit now "
+        "(0/4 nodes have room: 4 Insufficient nvidia.com/gpu)"
+    )
+    assert needs(session_of(state), unit) == full
+    assert needs(session_of(state), unit) == full
+    state.release(busy[0], PodStatus.SUCCEEDED)
+    assert needs(session_of(state), unit) == "needs 1 × {nvidia.com/gpu: 1}; 1 fit now"
+    holder = state.add_gang(GangSpec("ns", "holder", 2, API), 0.0)
+    room = np.zeros(len(state.index))
+    room[state.index.position[GPU]] = 1000
+    state.queues.holds[holder.ident] = Hold(holder.ident, {0: room}, since=0.0)
+    assert needs(session_of(state), unit) == (
+        "needs 1 × {nvidia.com/gpu: 1}; 0 fit now (0/4 nodes have room: "
+        "3 Insufficient nvidia.com/gpu, 1 room held for a preempting gang)"
     )
