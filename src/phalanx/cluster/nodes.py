@@ -230,7 +230,7 @@ class NodeTable:
 
     def fits(self, request: Vector, *, future: bool = False) -> Mask:
         """Nodes where ``request`` fits on every resource it asks for."""
-        cols = np.flatnonzero(request)
+        cols = request.nonzero()[0]
         if future:
             free = self.allocatable[:, cols] - self.requested[:, cols]
             free = free + self.releasing[:, cols] - self.pipelined[:, cols]
@@ -255,7 +255,7 @@ class NodeTable:
 
     def fits_rows(self, request: Vector, rows: Rows) -> Mask:
         """:meth:`fits` for the nodes ``rows`` only (the same integer comparisons)."""
-        cols = np.flatnonzero(request)
+        cols = request.nonzero()[0]
         free = self.free_columns()[rows[:, None], cols]
         mask = np.asarray((free >= request[cols]).all(axis=1), dtype=bool)
         gpu = int(request[self.gpu_col])

@@ -251,7 +251,7 @@ class Session:
             feasible = self.feasible(pod)
             if within is not None:
                 feasible &= within
-            candidates = np.flatnonzero(feasible)
+            candidates = feasible.nonzero()[0]
             if candidates.size == 0:
                 return None
             if candidates.size == 1 or not self.scorers:
