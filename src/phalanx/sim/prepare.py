@@ -14,7 +14,7 @@ import numpy as np
 from phalanx.api.errors import InputError
 from phalanx.api.quantity import format_units
 from phalanx.api.specs import GangSpec, JobSpec, NodeSpec, PodSpec, QuotaSpec
-from phalanx.api.workload import Workload
+from phalanx.api.workload import Item, Workload
 from phalanx.cluster.resources import ResourceIndex, Vector, saturating_sum, smallest_total
 from phalanx.sim.schedulers import pod_templates
 
@@ -51,23 +51,25 @@ def check(workload: Workload, index: ResourceIndex) -> None:
 
 
 def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> None:
-    members: dict[str, list[Vector]] = defaultdict(list)
-    for pod in workload.of(PodSpec):
-        if pod.gang_key is not None:
-            members[pod.gang_key].append(index.vector(pod.requests))
-    for job in workload.of(JobSpec):
-        if job.template.gang_key is not None:
-            vector = index.vector(job.template.requests)
-            members[job.template.gang_key].extend([vector] * job.parallelism)
+    members: dict[str, list[dict[str, int]]] = defaultdict(list)  # gang key → requests
+    gangs: list[tuple[Item, GangSpec]] = []
+    for item in workload.items:  # one pass: a trace has a gang per pod
+        spec = item.spec
+        if isinstance(spec, PodSpec):
+            key = spec.gang_key
+            if key is not None:
+                members[key].append(spec.requests)
+        elif isinstance(spec, GangSpec):
+            gangs.append((item, spec))
+        elif isinstance(spec, JobSpec) and spec.template.gang_key is not None:
+            members[spec.template.gang_key].extend([spec.template.requests] * spec.parallelism)
     fits: set[tuple[object, ...]] = set()  # gangs of these shapes fit (traces repeat them)
-    for item in workload.items_of(GangSpec):
-        gang = item.spec
-        assert isinstance(gang, GangSpec)
-        vectors = members.get(gang.key, [])
-        shape = (gang.min_member, *(v.tobytes() for v in vectors))
-        if not vectors or shape in fits:
+    for item, gang in gangs:
+        requests = members.get(gang.key, [])
+        shape = (gang.min_member, *(tuple(r.items()) for r in requests))
+        if not requests or shape in fits:
             continue
-        need = smallest_total(np.array(vectors), gang.min_member)
+        need = smallest_total(np.array([index.vector(r) for r in requests]), gang.min_member)
         over = np.flatnonzero(need > total)
         if over.size:
             name = index.names[int(over[0])]
