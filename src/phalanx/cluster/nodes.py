@@ -300,8 +300,7 @@ class NodeTable:
         if self._free is not None:
             self._free[node] -= request
         if gpus:
-            self.gpu_free[node, list(gpus)] -= devices.per_device(int(request[self.gpu_col]))
-            self._recount(node)
+            self._take(node, gpus, -devices.per_device(int(request[self.gpu_col])))
 
     def remove(self, node: int, request: Vector, gpus: tuple[int, ...] = ()) -> None:
         self._own()
@@ -311,12 +310,16 @@ class NodeTable:
         if self._free is not None:
             self._free[node] += request
         if gpus:
-            self.gpu_free[node, list(gpus)] += devices.per_device(int(request[self.gpu_col]))
-            self._recount(node)
+            self._take(node, gpus, devices.per_device(int(request[self.gpu_col])))
 
-    def _recount(self, node: int) -> None:
+    def _take(self, node: int, gpus: tuple[int, ...], change: int) -> None:
+        """Change the free milli-GPU of ``node``'s devices ``gpus`` (distinct) by ``change``;
+        element by element (a fancy-indexed update costs far more for a few devices)."""
+        row = self.gpu_free[node]
+        for device in gpus:
+            row[device] += change
         if self._whole is not None:
-            self._whole[node] = int(np.count_nonzero(self.gpu_free[node] == devices.WHOLE))
+            self._whole[node] = int(np.count_nonzero(row == devices.WHOLE))
 
     def pipeline(self, node: int, request: Vector, sign: int = 1) -> None:
         """Claim (``sign=1``) or give back (``-1``) ``node``'s future free resources."""
