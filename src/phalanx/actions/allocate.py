@@ -194,7 +194,9 @@ class _Refill:
         key = state.woken.get(unit.gang.ident, _NONE)
         if key is _NONE or not state.hints:
             return
-        while (gang := state.wake_next(key)) is not None:
+        gate = self.session.gate
+        alike = None if gate is None else lambda gang: gate.refuses_alike(unit, gang)
+        while (gang := state.wake_next(key, alike)) is not None:
             more = self.session.units_of(gang)
             for extra in more:
                 bisect.insort(units, extra, lo=at, key=_order)

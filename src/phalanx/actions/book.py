@@ -142,6 +142,20 @@ class Book:
         if self.view is None or self.invalid or (self.stale and not stale_ok):
             self.plan()
 
+    def refuses_alike(self, unit: Unit, gang: GangInfo) -> bool:
+        """A gang of ``unit``'s class (same pending shapes, so placed alike) later in the
+        order ranks after it, so every carve ahead of ``unit`` is ahead of it too; if it also
+        runs at least as long, it delays them at least as much. Not so sure when it holds a
+        carve, has aged (it may rank first) or holds room from a preemption."""
+        assert self.session is not None
+        if gang.ident in self.carved or gang.ident in self.session.state.queues.holds:
+            return False
+        who = self.waiters.by_ident.get(gang.ident)
+        if who is None or who.aged:
+            return False
+        refused = self._duration(unit, self.carved.get(unit.gang.ident))
+        return who.duration >= refused  # as the gate would judge it
+
     def stamp(self) -> Hashable | None:
         """A refusal stands while no room was taken or released, the carves did not change,
         none fell due and no re-plan is pending: the unit's placement, its rank and every

@@ -33,7 +33,7 @@ With hints off it is not parked at all: the reference retries it every cycle.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
 from phalanx.api.specs import Placement
@@ -86,6 +86,24 @@ class Parked:
     def gangs(self) -> Iterator[tuple[str, object]]:
         for ident, (_, gang) in list(self.members.items()):
             yield ident, gang
+
+    def first_unlike(self, alike: Callable[[object], bool]) -> tuple[str, object] | None:
+        """Take out of the class its first gang, in order, for which ``alike`` is false (the
+        others looked at stay in the class)."""
+        kept, found = [], None
+        while self._heap and found is None:
+            entry = heapq.heappop(self._heap)
+            member = self.members.get(entry[1])
+            if member is None or member[0] != entry[2]:
+                continue  # removed or re-added since: a stale entry
+            if alike(member[1]):
+                kept.append(entry)
+            else:
+                del self.members[entry[1]]
+                found = (entry[1], member[1])
+        for entry in kept:
+            heapq.heappush(self._heap, entry)
+        return found
 
     def first(self, count: int) -> list[tuple[str, object]]:
         """Take the first ``count`` gangs in order out of the class."""

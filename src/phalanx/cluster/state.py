@@ -47,7 +47,7 @@ least one pending member, so a cycle never scans finished work.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec, Resources
@@ -528,8 +528,11 @@ class ClusterState:
             self._wake_gated(gate)
         return list(self.waiting.values())
 
-    def wake_next(self, key: Hashable) -> GangInfo | None:
-        """Wake the first gang parked in the hinted class ``key`` (None: the class is empty).
+    def wake_next(
+        self, key: Hashable, alike: Callable[[GangInfo], bool] | None = None
+    ) -> GangInfo | None:
+        """Wake the first gang parked in the hinted class ``key`` for which ``alike`` (would
+        it be refused as the gang before it was?) is false; None if there is none.
 
         A wake budget assumes that every woken gang that fits takes room; one that a
         reservation gate refuses takes none, so the next gang of its class is worth the
@@ -538,14 +541,17 @@ class ClusterState:
         parked = self._parked.get(key)
         if parked is None or parked.hint is None:
             return None
-        for ident, gang in parked.first(1):
-            self._wake(ident, gang)
-            self.woken[ident] = key
-            if not parked:
-                del self._parked[key]
-            assert isinstance(gang, GangInfo)
-            return gang
-        return None
+        test = alike or (lambda gang: False)
+        found = parked.first_unlike(lambda gang: test(gang))  # type: ignore[arg-type]
+        if not parked:
+            del self._parked[key]
+        if found is None:
+            return None
+        ident, gang = found
+        assert isinstance(gang, GangInfo)
+        self._wake(ident, gang)
+        self.woken[ident] = key
+        return gang
 
     def _wake_gated(self, stamp: Hashable) -> None:
         for key in [k for k in self._gated if k.stamp != stamp]:

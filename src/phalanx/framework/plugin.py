@@ -36,7 +36,7 @@ from phalanx.api.errors import InputError
 from phalanx.cluster.fragmentation import TargetWorkload
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable, Rows
-from phalanx.cluster.workloads import PodInfo
+from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.framework.unit import Unit
 
 if TYPE_CHECKING:
@@ -180,6 +180,10 @@ class Gate(Protocol):
 
     def failed(self, unit: Unit) -> None:
         """``unit`` found no room now."""
+
+    def refuses_alike(self, unit: Unit, gang: GangInfo) -> bool:
+        """``unit`` was just refused: is ``gang``, of its failure class and later in its order,
+        sure to be refused too? (False when unsure.)"""
 
     def stamp(self) -> Hashable | None:
         """What the gate's refusals depend on besides the unit and the order: a unit it
