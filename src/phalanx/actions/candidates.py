@@ -323,12 +323,7 @@ def needs_of(session: Session, gang: GangInfo) -> Needs | None:
     if not pods or short or any(pod.invalid for pod in pods):
         return None
     facts = session.table.facts
-    masks = [
-        facts.selector_mask(p.spec.placement)
-        & facts.toleration_mask(p.spec.placement)
-        & ~facts.unschedulable
-        for p in pods
-    ]
+    masks = [facts.usable(p.spec.placement) for p in pods]
     requests = [pod.request for pod in pods]
     gpus = sum(int(r[session.table.gpu_col]) for r in requests) / 1000
     domains = session.reservation_domains(Unit.of_gang(gang, pods))  # topology

@@ -91,6 +91,7 @@ class QueueBook:
         #: bumped when a queue, binding or budget appears or goes (preemption memos expire)
         self.generation = 0
         self._queue_memo: dict[str, tuple[object, int, str]] = {}  # ident → (spec, gen, queue)
+        self._undeclared: dict[str, QueueSpec] = {}
 
     # -- objects ---------------------------------------------------------------------------
     def add_queue(self, spec: QueueSpec) -> None:
@@ -119,13 +120,17 @@ class QueueBook:
     # -- the tree --------------------------------------------------------------------------
     def spec(self, name: str) -> QueueSpec:
         """The queue ``name``; undeclared: no limits, weight 1."""
-        return self.specs.get(name) or QueueSpec(name=name)
+        spec = self.specs.get(name)
+        if spec is None:  # one shared (frozen) spec per undeclared name
+            spec = self._undeclared.get(name) or self._undeclared.setdefault(name, QueueSpec(name))
+        return spec
 
     def queue_of(self, gang: GangInfo) -> str:
-        """The queue ``gang`` is in (memoised while its spec and the bindings are unchanged)."""
-        token = (
-            gang.spec if gang.spec is not None else gang.members[0].spec if gang.members else None
-        )
+        """The queue ``gang`` is in (a PodGroup's memoised while its spec and the bindings are
+        unchanged; a lone pod's is a few lookups, cheaper than a memo of a million gangs)."""
+        if gang.spec is None:
+            return self._resolve(gang)
+        token = gang.spec
         known = self._queue_memo.get(gang.ident)
         if known is not None and known[0] is token and known[1] == self.generation:
             return known[2]

@@ -70,7 +70,7 @@ class ClusterState:
         self.waiting: dict[str, GangInfo] = {}
         self.orphans: dict[str, list[PodInfo]] = {}  # pods whose PodGroup has not appeared
         self._seq = 0
-        self._last_requests: tuple[Resources, Vector, Vector, list[str]] | None = None
+        self._last_requests: tuple[Resources, Vector, Vector, list[str], str | None] | None = None
         self.version = 0
         self.freed = 0  # counts releases of resources
         self.taken = 0  # counts takes of room: binds, reservations, evictions
@@ -156,13 +156,15 @@ class ClusterState:
         """Add a pending pod. One that requests a resource no node offers is kept but marked
         invalid, so it waits with that reason and never stops the others (until a node that
         offers it appears). A gang the pod itself declares (Koordinator, Kueue, YuniKorn) is
-        created by its first pod, and raised to the role minimums later pods declare."""
+        created by its first pod, and raised to the role minimums later pods declare. O(1):
+        pods of one template share their request vector and its verdicts."""
         if spec.declared_gang is not None:
             self._declare(spec.declared_gang, now)
-        request, unknown = self._vector_of(spec.requests)
+        request, unknown, bad_gpus = self._vector_of(spec.requests)
+        key = spec.key
         gang_key = spec.gang_key
         if gang_key is None:
-            gang = GangInfo(key=spec.key, spec=None, min_member=1, role_minimums={}, created=now)
+            gang = GangInfo(key=key, spec=None, min_member=1, role_minimums={}, created=now)
             self.gangs[gang.ident] = gang
         else:
             gang = self.gangs.get(gang_key) or _placeholder(gang_key, now)
@@ -171,9 +173,10 @@ class ClusterState:
         pod = PodInfo(spec=spec, request=request, created=now, seq=self._seq, gang=gang)
         if unknown:
             pod.invalid = f"requests {', '.join(unknown)}, which no node offers"
-            self._unoffered[spec.key] = pod
-        pod.invalid = pod.invalid or devices.invalid(int(request[self.table.gpu_col]))
-        self.pods[spec.key] = pod
+            self._unoffered[key] = pod
+        else:
+            pod.invalid = bad_gpus
+        self.pods[key] = pod
         if gang_key is not None and gang_key not in self.gangs:
             orphans = self.orphans.setdefault(gang_key, [])
             pod.gang = orphans[0].gang if orphans else gang  # one placeholder holds them all
@@ -194,13 +197,13 @@ class ClusterState:
                 gang.role_minimums[role] = need
                 gang.min_member += need - have
 
-    def _vector_of(self, requests: Resources) -> tuple[Vector, list[str]]:
-        """The request vector and the names no node offers. Pods made from one template (a
-        Job's) share one requests mapping, and then one read-only vector, until the index or
-        the nodes change."""
+    def _vector_of(self, requests: Resources) -> tuple[Vector, list[str], str | None]:
+        """The request vector, the names no node offers and why its GPU request is invalid
+        (None: it is not). Pods made from one template (a Job's) share one requests mapping,
+        and then one read-only vector, until the index or the nodes change."""
         last = self._last_requests
         if last is not None and last[0] is requests and last[1] is self.table.total_allocatable():
-            return last[2], last[3]
+            return last[2], last[3], last[4]
         self._grow({k: v for k, v in requests.items() if v})
         request = self.index.vector({k: v for k, v in requests.items() if k in self.index})
         total = self.table.total_allocatable()
@@ -210,8 +213,9 @@ class ClusterState:
             if amount and not total[self.index.position[name]] > 0
         )
         request.flags.writeable = False
-        self._last_requests = (requests, total, request, unknown)
-        return request, unknown
+        bad_gpus = devices.invalid(int(request[self.table.gpu_col]))
+        self._last_requests = (requests, total, request, unknown, bad_gpus)
+        return request, unknown, bad_gpus
 
     def _join(self, pod: PodInfo) -> None:
         pod.gang.add(pod)

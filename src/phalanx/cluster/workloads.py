@@ -28,6 +28,10 @@ class PodStatus(Enum):
     SUCCEEDED = "Succeeded"  # finished; resources returned
     DELETED = "Deleted"
 
+    #: members are singletons compared by identity: hash them as objects (Enum's own hash is a
+    #: Python call, and status sets are tested for every pod that moves)
+    __hash__ = object.__hash__
+
 
 #: Statuses that count towards a gang's quorum ("placed").
 PLACED = frozenset({PodStatus.ALLOCATED, PodStatus.RESERVED, PodStatus.BOUND, PodStatus.SUCCEEDED})
@@ -103,19 +107,15 @@ class GangInfo:
     expected_start: float | None = None
     expected_reason: str = ""
     finished: float | None = None
+    #: unique among all gangs: a PodGroup's key, or ``pod:KEY`` for an implicit gang (its key
+    #: and whether it is implicit never change)
+    ident: str = field(init=False)
+    namespace: str = field(init=False)
+    name: str = field(init=False)
 
-    @property
-    def namespace(self) -> str:
-        return self.key.split("/", 1)[0]
-
-    @property
-    def name(self) -> str:
-        return self.key.split("/", 1)[1]
-
-    @property
-    def ident(self) -> str:
-        """Unique among all gangs: a PodGroup's key, or ``pod:KEY`` for an implicit gang."""
-        return self.key if self.spec is not None else IMPLICIT_PREFIX + self.key
+    def __post_init__(self) -> None:
+        self.ident = self.key if self.spec is not None else IMPLICIT_PREFIX + self.key
+        self.namespace, _, self.name = self.key.partition("/")
 
     @property
     def implicit(self) -> bool:
@@ -125,7 +125,10 @@ class GangInfo:
     def priority(self) -> int:
         if self.spec is not None and self.spec.priority is not None:
             return self.spec.priority
-        return max((pod.priority for pod in self.members), default=0)
+        members = self.members
+        if len(members) == 1:  # a lone pod's gang
+            return members[0].spec.priority
+        return max((pod.priority for pod in members), default=0)
 
     @property
     def timeout(self) -> float | None:

@@ -211,3 +211,4 @@ class Hooks:
         self.observers = [p for p in plugins if isinstance(p, ObservesPlacements)]
         self.openers = [p for p in plugins if isinstance(p, OpensSession)]
         self.placers = [p for p in plugins if isinstance(p, UnitPlacement)]
+        self.reservation_placers = [p for p in self.placers if isinstance(p, ReservationPlacement)]

@@ -33,7 +33,6 @@ from phalanx.framework.plugin import (
     Hooks,
     Placements,
     PodChoice,
-    ReservationPlacement,
     Scores,
 )
 from phalanx.framework.selection import Selector
@@ -136,6 +135,7 @@ class Session:
         self.gpu_chooser = hooks.gpu_chooser
         self.observers = hooks.observers
         self.placers = hooks.placers
+        self.reservation_placers = hooks.reservation_placers
         self.selector = Selector(self.table, hooks)
         #: every ordering keeps a waiting gang's key while nothing of it is placed (hints)
         self.static_order = all(getattr(p, "static_order", False) for p in self.orders)
@@ -212,11 +212,10 @@ class Session:
     def reservation_domains(self, unit: Unit) -> list[Mask | None]:
         """Where a reservation of ``unit`` may lie, best first (each entry holds all of its
         pods; None: anywhere): the first placement plugin's answer, else ``[]`` (anywhere)."""
-        for plugin in self.placers:
-            if isinstance(plugin, ReservationPlacement):
-                answer = plugin.reservation_domains(unit, self)
-                if answer is not None:
-                    return answer
+        for plugin in self.reservation_placers:
+            answer = plugin.reservation_domains(unit, self)
+            if answer is not None:
+                return answer
         return []
 
     def select_within(self, choice: PodChoice) -> int | None:

@@ -22,7 +22,7 @@ class Unit:
 
     @classmethod
     def of_gang(cls, gang: GangInfo, pods: list[PodInfo]) -> Unit:
-        first = min(pod.seq for pod in pods)
+        first = pods[0].seq if len(pods) == 1 else min(pod.seq for pod in pods)
         return cls(gang, pods, gang.priority, gang.created, first)
 
     @classmethod

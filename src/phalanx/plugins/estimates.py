@@ -103,5 +103,8 @@ hints = runtime_hints
 def key(gang: GangInfo) -> Key:
     queue = gang.spec.queue if gang.spec is not None else ""
     requests = [pod.request for pod in gang.members]
-    total = np.sum(requests, axis=0) if requests else np.zeros(0, dtype=np.int64)
+    if len(requests) == 1:  # a lone pod: its own vector (np.sum of one is a copy of it)
+        total = requests[0]
+    else:
+        total = np.sum(requests, axis=0) if requests else np.zeros(0, dtype=np.int64)
     return (gang.namespace, queue, gang.min_member, np.asarray(total, np.int64).tobytes())

@@ -39,7 +39,9 @@ class QuotaTracker:
         return None
 
     def charge(self, pod: PodSpec) -> None:
-        self.used[pod.namespace].update(pod.requests)
+        used = self.used[pod.namespace]
+        for name, amount in pod.requests.items():  # Counter.update, without its overhead
+            used[name] += amount
 
     def refund(self, pod: PodSpec) -> None:
         self.used[pod.namespace].subtract(pod.requests)
