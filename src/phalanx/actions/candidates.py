@@ -307,6 +307,8 @@ def _first(entry: tuple[tuple[float, ...], Candidate]) -> tuple[float, ...]:
 def needed(gang: GangInfo, pending: list[PodInfo]) -> list[PodInfo]:
     """The pending pods that would make ``gang`` ready: role shortfalls first, then any."""
     missing = max(gang.min_member - gang.placed, 1 if gang.implicit else 0)
+    if not gang.role_minimums:
+        return pending[:missing]
     chosen: list[PodInfo] = []
     for role, need in gang.role_minimums.items():
         short = need - gang.placed_by_role[role]

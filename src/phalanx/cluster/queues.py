@@ -90,7 +90,6 @@ class QueueBook:
         self.refreshed_at: float | None = None
         #: bumped when a queue, binding or budget appears or goes (preemption memos expire)
         self.generation = 0
-        self._queue_memo: dict[str, tuple[object, int, str]] = {}  # ident → (spec, gen, queue)
         self._undeclared: dict[str, QueueSpec] = {}
 
     # -- objects ---------------------------------------------------------------------------
@@ -126,18 +125,21 @@ class QueueBook:
         return spec
 
     def queue_of(self, gang: GangInfo) -> str:
-        """The queue ``gang`` is in (a PodGroup's memoised while its spec and the bindings are
-        unchanged; a lone pod's is a few lookups, cheaper than a memo of a million gangs)."""
-        if gang.spec is None:
-            return self._resolve(gang)
-        token = gang.spec
-        known = self._queue_memo.get(gang.ident)
-        if known is not None and known[0] is token and known[1] == self.generation:
-            return known[2]
-        if len(self._queue_memo) > 1 << 17:
-            self._queue_memo.clear()
+        """The queue ``gang`` is in (kept on the gang while its spec, or its first member's,
+        and the bindings are unchanged: asked several times per gang and cycle)."""
+        token = (
+            gang.spec if gang.spec is not None else gang.members[0].spec if gang.members else None
+        )
+        known = gang.queue_memo
+        if (
+            known is not None
+            and known[0] is self
+            and known[1] is token
+            and known[2] == self.generation
+        ):
+            return known[3]
         queue = self._resolve(gang)
-        self._queue_memo[gang.ident] = (token, self.generation, queue)
+        gang.queue_memo = (self, token, self.generation, queue)
         return queue
 
     def _resolve(self, gang: GangInfo) -> str:

@@ -107,6 +107,8 @@ class GangInfo:
     expected_start: float | None = None
     expected_reason: str = ""
     finished: float | None = None
+    #: (book, spec it was resolved from, book generation, queue): QueueBook.queue_of's memo
+    queue_memo: tuple[object, object, int, str] | None = None
     #: unique among all gangs: a PodGroup's key, or ``pod:KEY`` for an implicit gang (its key
     #: and whether it is implicit never change)
     ident: str = field(init=False)

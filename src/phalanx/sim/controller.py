@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from phalanx.api.specs import JobSpec, PodSpec
+from phalanx.sim.gcpause import paused
 
 
 @dataclass(slots=True)
@@ -50,18 +51,19 @@ class JobController:
         self.sync(run)
 
     def sync(self, run: JobRun) -> None:
-        """Create the pods ``run`` still wants: O(1) each, so a Job of a million pods
-        expands in time linear in its size."""
+        """Create the pods ``run`` still wants: O(1) each (pods share the template's
+        mappings), so a Job of a million pods expands in time linear in its size."""
         template = run.spec.template
         fields = {f.name: getattr(template, f.name) for f in dataclasses.fields(template)}
-        for _ in range(run.wanted()):
-            fields["name"] = f"{run.spec.name}-{run.next_index}"
-            refusal = self.create_pod(PodSpec(**fields))
-            run.refusal = refusal
-            if refusal is not None:
-                return
-            run.next_index += 1
-            run.active += 1
+        with paused():
+            for _ in range(run.wanted()):
+                fields["name"] = f"{run.spec.name}-{run.next_index}"
+                refusal = self.create_pod(PodSpec(**fields))
+                run.refusal = refusal
+                if refusal is not None:
+                    return
+                run.next_index += 1
+                run.active += 1
 
     def owner_of(self, pod: PodSpec) -> JobRun | None:
         if not pod.owner.startswith("Job/"):

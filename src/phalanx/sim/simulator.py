@@ -38,6 +38,7 @@ from phalanx.sim.controllers.owner import OwnerController
 from phalanx.sim.estimates import EstimateModel
 from phalanx.sim.events import Event, EventQueue, Kind
 from phalanx.sim.fragmentation import FragMeter, run_target
+from phalanx.sim.gcpause import paused
 from phalanx.sim.metrics import (
     DEFAULT_GPU_HOUR_PRICE,
     GangRecord,
@@ -162,8 +163,9 @@ class Simulation:
 
     def _cycle(self) -> None:
         self.cycles += 1
-        for scheduler in self.schedulers:
-            apply(scheduler.cycle(self.state, self.now), self.state, self.backend)
+        with paused():  # a cycle over a million waiting gangs makes millions of objects
+            for scheduler in self.schedulers:
+                apply(scheduler.cycle(self.state, self.now), self.state, self.backend)
         self.shares.sample(self)
 
     # -- objects come and go ---------------------------------------------------------------

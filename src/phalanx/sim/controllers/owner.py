@@ -18,6 +18,7 @@ from dataclasses import replace
 from phalanx.api.specs import ControllerSpec, GangSpec, PodSet, PodSpec
 from phalanx.k8s.meta import generated_name
 from phalanx.sim.controller import CreatePod, JobController
+from phalanx.sim.gcpause import paused
 
 AddGang = Callable[[GangSpec], None]
 #: Controllers whose pods serve until stopped (a snapshot's pods name them as their owner).
@@ -54,9 +55,10 @@ class OwnerController:
             self.add_gang(gang)
         for job in spec.jobs:
             self.jobs.add(job)
-        for pod_set in spec.pod_sets:
-            for name in pod_names(pod_set, self.seed):
-                self._create(replace(pod_set.template, name=name))
+        with paused():
+            for pod_set in spec.pod_sets:
+                for name in pod_names(pod_set, self.seed):
+                    self._create(replace(pod_set.template, name=name))
 
     def _create(self, pod: PodSpec) -> None:
         if self.create_pod(pod) is not None:
