@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from phalanx.api.specs import JobSpec, PodSpec
-from phalanx.sim.gcpause import paused
+from phalanx.traces._gangs import paused_gc
 
 
 @dataclass(slots=True)
@@ -55,7 +55,7 @@ class JobController:
         mappings), so a Job of a million pods expands in time linear in its size."""
         template = run.spec.template
         fields = {f.name: getattr(template, f.name) for f in dataclasses.fields(template)}
-        with paused():
+        with paused_gc():
             for _ in range(run.wanted()):
                 fields["name"] = f"{run.spec.name}-{run.next_index}"
                 refusal = self.create_pod(PodSpec(**fields))

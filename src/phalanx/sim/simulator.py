@@ -38,7 +38,6 @@ from phalanx.sim.controllers.owner import OwnerController
 from phalanx.sim.estimates import EstimateModel
 from phalanx.sim.events import Event, EventQueue, Kind
 from phalanx.sim.fragmentation import FragMeter, run_target
-from phalanx.sim.gcpause import paused
 from phalanx.sim.metrics import (
     DEFAULT_GPU_HOUR_PRICE,
     GangRecord,
@@ -50,6 +49,7 @@ from phalanx.sim.prepare import check, resource_index
 from phalanx.sim.quota import QuotaTracker
 from phalanx.sim.schedulers import GATED, nothing_placed, schedulers_for
 from phalanx.sim.tenancy import Disruptions, Elastic, ShareMeter, add_object, remove_object
+from phalanx.traces._gangs import paused_gc
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -163,7 +163,7 @@ class Simulation:
 
     def _cycle(self) -> None:
         self.cycles += 1
-        with paused():  # a cycle over a million waiting gangs makes millions of objects
+        with paused_gc():  # a cycle over a million waiting gangs makes millions of objects
             for scheduler in self.schedulers:
                 apply(scheduler.cycle(self.state, self.now), self.state, self.backend)
         self.shares.sample(self)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from phalanx.api.specs import ControllerSpec, GangSpec, PodSet, PodSpec
 from phalanx.k8s.meta import generated_name
 from phalanx.sim.controller import CreatePod, JobController
-from phalanx.sim.gcpause import paused
+from phalanx.traces._gangs import paused_gc
 
 AddGang = Callable[[GangSpec], None]
 #: Controllers whose pods serve until stopped (a snapshot's pods name them as their owner).
@@ -55,7 +55,7 @@ class OwnerController:
             self.add_gang(gang)
         for job in spec.jobs:
             self.jobs.add(job)
-        with paused():
+        with paused_gc():
             for pod_set in spec.pod_sets:
                 for name in pod_names(pod_set, self.seed):
                     self._create(replace(pod_set.template, name=name))
