@@ -327,11 +327,24 @@ def needs_of(session: Session, gang: GangInfo) -> Needs | None:
     facts = session.table.facts
     masks = [facts.usable(p.spec.placement) for p in pods]
     requests = [pod.request for pod in pods]
-    gpus = sum(int(r[session.table.gpu_col]) for r in requests) / 1000
     domains = session.reservation_domains(Unit.of_gang(gang, pods))  # topology
-    shape = b"".join(r.tobytes() for r in requests) + b"".join(m.tobytes() for m in masks)
-    shape += b"".join(b"*" if d is None else d.tobytes() for d in domains)
+    known = _LONE.get((id(requests[0]), id(masks[0]))) if len(pods) == 1 and not domains else None
+    if known is not None and known[0] is requests[0] and known[1] is masks[0]:
+        gpus, shape = known[2], known[3]  # a lone pod of a template seen before
+    else:
+        gpus = sum(int(r[session.table.gpu_col]) for r in requests) / 1000
+        shape = b"".join(r.tobytes() for r in requests) + b"".join(m.tobytes() for m in masks)
+        shape += b"".join(b"*" if d is None else d.tobytes() for d in domains)
+        if len(pods) == 1 and not domains and not requests[0].flags.writeable:
+            if len(_LONE) > 4096:
+                _LONE.clear()
+            _LONE[(id(requests[0]), id(masks[0]))] = (requests[0], masks[0], gpus, shape)
     return Needs(version(session, gang), requests, masks, gpus, shape, pending, pods, domains)
+
+
+#: (id(request), id(mask)) → (request, mask, GPUs, shape) of one read-only request vector (the
+#: pods of one template share it) on one cached mask: a Job's lone pods compute it once
+_LONE: dict[tuple[int, int], tuple[Vector, Mask, float, bytes]] = {}
 
 
 def version(session: Session, gang: GangInfo) -> tuple[int, ...]:
