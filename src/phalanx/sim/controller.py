@@ -1,15 +1,20 @@
 """The Job controller: turns a ``batch/v1`` Job into pods, as kube-controller-manager does.
 
 It keeps up to ``parallelism`` pods active until ``completions`` pods have succeeded (default:
-``completions = parallelism``). Pods are named ``JOB-INDEX``. A pod the API server refuses
+``completions = parallelism``): when a pod succeeds, the next is created if completions remain.
+Pods are named ``JOB-INDEX``. A pod the API server refuses
 (ResourceQuota) is simply not created; the controller tries again whenever quota may have
 freed up in that namespace (a pod finished or was deleted, a quota went away).
+
+Pods are made in bulk: :func:`clones` copies the template with only the name changed (its
+mappings shared, not copied), and a runner that offers ``create_pods`` gets them in one call,
+in order, stopping at the first refusal as pod-by-pod creation would.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from phalanx.api.specs import JobSpec, PodSpec
@@ -24,6 +29,7 @@ class JobRun:
     succeeded: int = 0
     deleted: bool = False
     refusal: str | None = None  # why the last pod creation failed
+    due: bool = False  # a pod succeeded since the last sync: more may be wanted
 
     @property
     def target(self) -> int:
@@ -39,11 +45,36 @@ class JobRun:
 
 #: Creates a pod; returns None when created, else the API server's refusal.
 CreatePod = Callable[[PodSpec], str | None]
+#: Creates pods in order until one is refused: how many were created, and the refusal (None:
+#: all were).
+CreatePods = Callable[[list[PodSpec]], tuple[int, str | None]]
+
+
+def clones(template: PodSpec, names: Iterable[str]) -> list[PodSpec]:
+    """``dataclasses.replace(template, name=name)`` for each name, at half the cost: the
+    frozen template's slots are copied through their descriptors (its mappings are shared,
+    as ``replace`` shares them)."""
+    setters = [
+        (getattr(PodSpec, f.name).__set__, getattr(template, f.name))
+        for f in dataclasses.fields(template)
+        if f.name != "name"
+    ]
+    set_name = getattr(PodSpec, "name").__set__  # noqa: B009 (the slot's descriptor)
+    new = object.__new__
+    out = []
+    for name in names:
+        pod = new(PodSpec)
+        for setter, value in setters:
+            setter(pod, value)
+        set_name(pod, name)
+        out.append(pod)
+    return out
 
 
 class JobController:
-    def __init__(self, create_pod: CreatePod) -> None:
+    def __init__(self, create_pod: CreatePod, create_pods: CreatePods | None = None) -> None:
         self.create_pod = create_pod
+        self.create_pods = create_pods
         self.jobs: dict[str, JobRun] = {}
 
     def add(self, job: JobSpec) -> None:
@@ -53,17 +84,20 @@ class JobController:
     def sync(self, run: JobRun) -> None:
         """Create the pods ``run`` still wants: O(1) each (pods share the template's
         mappings), so a Job of a million pods expands in time linear in its size."""
-        template = run.spec.template
-        fields = {f.name: getattr(template, f.name) for f in dataclasses.fields(template)}
+        run.due = False
+        wanted = run.wanted()
+        if not wanted:
+            return
+        first, name = run.next_index, run.spec.name
         with paused_gc():
-            for _ in range(run.wanted()):
-                fields["name"] = f"{run.spec.name}-{run.next_index}"
-                refusal = self.create_pod(PodSpec(**fields))
-                run.refusal = refusal
-                if refusal is not None:
-                    return
-                run.next_index += 1
-                run.active += 1
+            pods = clones(run.spec.template, (f"{name}-{i}" for i in range(first, first + wanted)))
+            if self.create_pods is not None:
+                created, refusal = self.create_pods(pods)
+            else:
+                created, refusal = one_by_one(self.create_pod, pods)
+        run.next_index += created
+        run.active += created
+        run.refusal = refusal
 
     def owner_of(self, pod: PodSpec) -> JobRun | None:
         if not pod.owner.startswith("Job/"):
@@ -75,11 +109,13 @@ class JobController:
         if run is not None:
             run.active -= 1
             run.succeeded += succeeded
+            run.due |= succeeded
 
     def resync(self, namespace: str) -> None:
-        """Retry creations held back by quota in ``namespace``."""
+        """Retry creations held back by quota in ``namespace``, and replace pods that
+        succeeded in Jobs with completions left."""
         for run in self.jobs.values():
-            if run.spec.namespace == namespace and run.refusal is not None:
+            if run.spec.namespace == namespace and (run.refusal is not None or run.due):
                 self.sync(run)
 
     def delete(self, job: JobSpec) -> JobRun | None:
@@ -87,3 +123,12 @@ class JobController:
         if run is not None:
             run.deleted = True
         return run
+
+
+def one_by_one(create_pod: CreatePod, pods: list[PodSpec]) -> tuple[int, str | None]:
+    """``pods`` created in order with ``create_pod`` until one is refused (a CreatePods)."""
+    for created, pod in enumerate(pods):
+        refusal = create_pod(pod)
+        if refusal is not None:
+            return created, refusal
+    return len(pods), None

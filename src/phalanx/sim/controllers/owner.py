@@ -13,11 +13,10 @@ simulator removes the pods it owns.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 from phalanx.api.specs import ControllerSpec, GangSpec, PodSet, PodSpec
 from phalanx.k8s.meta import generated_name
-from phalanx.sim.controller import CreatePod, JobController
+from phalanx.sim.controller import CreatePod, JobController, clones
 from phalanx.traces._gangs import paused_gc
 
 AddGang = Callable[[GangSpec], None]
@@ -57,8 +56,8 @@ class OwnerController:
             self.jobs.add(job)
         with paused_gc():
             for pod_set in spec.pod_sets:
-                for name in pod_names(pod_set, self.seed):
-                    self._create(replace(pod_set.template, name=name))
+                for pod in clones(pod_set.template, pod_names(pod_set, self.seed)):
+                    self._create(pod)
 
     def _create(self, pod: PodSpec) -> None:
         if self.create_pod(pod) is not None:
