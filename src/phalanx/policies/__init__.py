@@ -8,12 +8,12 @@ policy documents the source semantics it follows and lists its actions in order.
   :mod:`phalanx.actions.reserve`: EASY backfill, the head of each queue reserved when it is
   more than 32 GPUs, and the oldest gang of each queue that has waited max(1 h, 3 × its
   estimate); learned estimates are the median of the shape's runtimes; ``allocate``
-  backfills only what delays no reservation), gang-aware ``preempt`` and
-  ``reclaim`` (:mod:`phalanx.actions.preempt`), gang units placed all-or-nothing through a
-  Statement, priority then FIFO order, kube-scheduler's filters, binpack scoring,
-  ``scheduleTimeoutSeconds`` with backoff, best-fit network domains. Nothing is ever held
-  partially. The reservation rule was chosen from measurements (benchmarks/README.md,
-  "Reservations and backfill").
+  backfills only what delays no reservation), gang-aware ``preempt`` and ``reclaim``
+  (:mod:`phalanx.actions.preempt`, :mod:`phalanx.actions.reclaim`), gang units placed
+  all-or-nothing through a Statement, priority then FIFO order, kube-scheduler's filters,
+  binpack scoring, ``scheduleTimeoutSeconds`` with backoff, best-fit network domains. Nothing
+  is ever held partially. The reservation rule was chosen from measurements
+  (benchmarks/README.md, "Reservations and backfill").
 - ``phalanx-reserve``: ``phalanx`` with textbook EASY backfill instead (the head of each queue
   always reserved, whatever its size, no aging): the design issue 12 warns about (reserved room
   sits idle, mean JCT suffers), kept to show that trade-off.

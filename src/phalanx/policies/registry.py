@@ -28,8 +28,10 @@ from typing import Any
 from phalanx.actions.allocate import Allocate
 from phalanx.actions.book import Settings
 from phalanx.actions.coscheduling import Coscheduling
-from phalanx.actions.preempt import Preempt, Reclaim, VolcanoPreempt, VolcanoReclaim
+from phalanx.actions.preempt import Preempt
+from phalanx.actions.reclaim import Reclaim
 from phalanx.actions.reserve import Reserve
+from phalanx.actions.volcano import VolcanoPreempt, VolcanoReclaim
 from phalanx.api.durations import parse_duration
 from phalanx.api.errors import InputError
 from phalanx.framework.plugin import Action, BuildContext, Score

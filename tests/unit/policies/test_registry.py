@@ -11,7 +11,8 @@ import pytest
 from phalanx.actions.allocate import Allocate
 from phalanx.actions.book import Settings
 from phalanx.actions.coscheduling import Coscheduling
-from phalanx.actions.preempt import Preempt, Reclaim
+from phalanx.actions.preempt import Preempt
+from phalanx.actions.reclaim import Reclaim
 from phalanx.actions.reserve import Reserve
 from phalanx.api.errors import InputError
 from phalanx.api.specs import NodeSpec, PodSpec
