@@ -127,11 +127,14 @@ def test_starvation_reservations_complete_all_25_gangs() -> None:
 
 
 def test_starvation_phalanx_completes_all_25_gangs() -> None:
-    """With preemption on, the stream preempts b after it starts; b, waiting again, ages from
-    its eviction, and runs to the end once the stream thins: all 25 complete."""
+    """With preemption on too: b, started on the reservation it held for having aged, is
+    protected for its run from the 2-GPU stream it waited behind (it was preempted once and
+    finished at 2h50m before); all 25 complete."""
     path = EXAMPLES / "04-starvation.yaml"
     whole = simulate(load_files([path]), SimOptions(policy="phalanx"))
     assert whole.count("completed") == 25
+    b = gang(whole, "b")
+    assert b.finish is not None and b.finish <= 3610 + 600 + 1800
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))

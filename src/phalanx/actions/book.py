@@ -22,6 +22,10 @@ victims were evicted for it (it holds their room) is admitted. ``strict`` mode
 (``fifo-reserve``) admits nothing ranked after a reservation. A gang whose reservation is due
 starts on the nodes it reserved (``nodes_for``).
 
+A gang that starts on the reservation it held for having aged is ``protected`` for the runtime
+its reservation was planned for (its estimate; none: the aging threshold): preemption spares it
+unless the preemptor aged too (:mod:`phalanx.actions.guard`).
+
 Known gap: a gang's unit places its members beyond ``minMember`` in the same statement as its
 minimum; a reservation ranked behind it assumed only the minimum, so it may move later.
 
@@ -88,6 +92,8 @@ class Book:
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
         #: moves whenever the carves may have changed (see ``stamp``)
         self.epoch = 0
+        #: gangs that started on their aged reservation → the end of their protection
+        self.shields: dict[str, float] = {}
 
     @property
     def carves(self) -> list[Carve]:
@@ -106,10 +112,17 @@ class Book:
 
     def protected(self, gang: GangInfo) -> bool:
         """Did ``gang`` start on a reservation it held because it had aged (it then ranked
-        ahead of every gang not aged)? Preempting it for a gang it outranked would only
-        start the starvation again."""
+        ahead of every gang not aged), less than the runtime that reservation was planned
+        for ago (its estimate; none: the aging threshold)? Preempting it for a gang it
+        outranked would only start the starvation again."""
+        until = self.shields.get(gang.ident)
+        if until is None:
+            return False
         run = self.reserve.running.get(gang.ident)
-        return run is not None and run.aged
+        if run is None or not run.aged or self.now >= until:
+            del self.shields[gang.ident]  # ended, restarted without it, or ran its time
+            return False
+        return True
 
     @property
     def base(self) -> Timeline:
@@ -292,9 +305,12 @@ class Book:
         plan = tuple(Slot(op.node, op.pod.request, op.gpus) for op in ops)
         source = "no estimate" if who is None or who.estimate is None else None
         source = source or f"estimate: {who.estimate.source}"  # type: ignore[union-attr]
-        aged = own is not None and own.who.aged and not own.intent
+        aged = who is not None and who.aged  # it ranked ahead of every gang not aged
         self.reserve.started(gang, [op.pod for op in ops], plan, self.now + duration, source)
         self.reserve.running[gang.ident].aged |= aged
+        if aged:
+            window = duration if math.isfinite(duration) else self.settings.aging or 0.0
+            self.shields[gang.ident] = self.now + window
 
     def failed(self, unit: Unit) -> None:
         self.unfit.add(unit.gang.ident)

@@ -9,12 +9,23 @@ and every reservation ranked ahead of the preemptor must still find room no late
 reserved start, in rank order, as the gate checks a backfilled gang. Reservations of gangs the
 preemptor outranks are not protected from it, exactly as a gang that outranks a reservation
 may start on its room. The refusal names the reservation it would delay.
+
+Reservations are honoured after they start, too: a gang that started on the reservation it
+held for having aged is *protected* (:meth:`~phalanx.actions.book.Book.protected`) for the
+runtime its reservation was planned for (its estimate; without one, the aging threshold), so
+that the gangs it waited behind do not take it back at once and start its starvation again.
+While protected, the gang is never taken whole (``shielded``) by a preemptor that has not
+aged itself, whatever its priority: only aged gangs rank ahead of an aged reservation in its
+queue, and of those, the action's own rule picks (``preempt``: a strictly higher priority;
+``reclaim``: a queue further below its share). Its elastic surplus stays a victim, as growth
+ranks after every reservation. Protection is part of an attempt's victim class, and its ends
+are wake-ups (``shield_ends``), so attempts known to fail are tried again when it lapses.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from phalanx.actions.book import Book
 from phalanx.actions.candidates import clock
@@ -61,3 +72,28 @@ def delays_reservation(
             )
         trial.take(found[0], found[0] + carve.who.duration, found[1])
     return None
+
+
+def shielded(session: Session, gang: GangInfo) -> Callable[[GangInfo], bool] | None:
+    """Which running gangs ``gang`` may not take whole (protected, and it has not aged),
+    or None: it may take any."""
+    book = session.gate
+    if not isinstance(book, Book) or not book.shields:
+        return None
+    who = book.waiters.by_ident.get(gang.ident)
+    if who is not None and who.aged:
+        return None
+    return book.protected
+
+
+def shield_ends(session: Session) -> list[float]:
+    """When the protections in force end (each is a wake-up for preemptors)."""
+    book = session.gate
+    if not isinstance(book, Book):
+        return []
+    ends = []
+    for ident, until in list(book.shields.items()):
+        run = book.reserve.running.get(ident)
+        if run is not None and book.protected(run.gang):  # forgets the lapsed ones
+            ends.append(until)
+    return ends

@@ -18,7 +18,7 @@ from collections.abc import Hashable
 from typing import cast
 
 from phalanx.actions.takeback import Preemptor, Takeback
-from phalanx.actions.victims import Chunk, chunks
+from phalanx.actions.victims import Chunk
 from phalanx.cluster.queues import QueueBook
 from phalanx.cluster.workloads import GangInfo
 from phalanx.framework.session import Session
@@ -81,4 +81,4 @@ class Preempt(Takeback):
             victim_queue, victim_priority = self._rank(book, g)
             if g is not gang and victim_priority < priority and victim_queue == queue:
                 gangs.append(g)
-        return chunks(gangs, session.table.gpu_col, session.now, whole=self.gang_aware)
+        return self.chunks_of(who, gangs)

@@ -27,7 +27,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from phalanx.actions.takeback import Preemptor, Takeback
-from phalanx.actions.victims import Chunk, Plan, chunks
+from phalanx.actions.victims import Chunk, Plan
 from phalanx.cluster.fairshare import Floats
 from phalanx.cluster.queues import QueueBook
 from phalanx.cluster.workloads import GangInfo, PodInfo
@@ -71,7 +71,7 @@ class Reclaim(Takeback):
             if book.ratio(victim_queue) <= floor:
                 continue
             gangs.append(g)
-        return chunks(gangs, session.table.gpu_col, session.now, whole=self.gang_aware)
+        return self.chunks_of(who, gangs)
 
     def execute(self, session: Session) -> None:
         """Reclaim on the queues' usage as this cycle has left it so far: the book is computed

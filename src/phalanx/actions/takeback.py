@@ -39,12 +39,13 @@ from functools import partial
 
 import numpy as np
 
-from phalanx.actions.guard import delays_reservation
+from phalanx.actions.guard import delays_reservation, shield_ends, shielded
 from phalanx.actions.victims import (
     Chunk,
     Domains,
     Plan,
     Planner,
+    chunks,
     could_fit,
     eligible_at,
 )
@@ -230,13 +231,24 @@ class Takeback:
         return self._victims_of(who.session, who.gang)
 
     def _victims_of(self, session: Session, gang: GangInfo) -> _Victims:
-        victim_class = self._victim_class(session.state.queues, gang)
-        known = self._victims.get(victim_class)
+        key = self._key(session, gang)
+        known = self._victims.get(key)
         if known is None:
-            chunks = self.candidates(Preemptor(session, session.state.queues, gang, []))
-            fingerprint = tuple((c.gang.ident, tuple(p.key for p in c.pods)) for c in chunks)
-            known = self._victims[victim_class] = _Victims(chunks, fingerprint)
+            found = self.candidates(Preemptor(session, session.state.queues, gang, []))
+            fingerprint = tuple((c.gang.ident, tuple(p.key for p in c.pods)) for c in found)
+            known = self._victims[key] = _Victims(found, fingerprint)
         return known
+
+    def _key(self, session: Session, gang: GangInfo) -> Hashable:
+        """The gang's victim class, and whether it may take protected gangs (guard)."""
+        return (self._victim_class(session.state.queues, gang), shielded(session, gang) is None)
+
+    def chunks_of(self, who: Preemptor, gangs: list[GangInfo]) -> list[Chunk]:
+        """The candidate chunks of ``gangs`` for ``who``: whole gangs only if gang-aware, and
+        never one protected from it by the reservation it started on (guard)."""
+        session = who.session
+        spare = shielded(session, who.gang)
+        return chunks(gangs, session.table.gpu_col, session.now, whole=self.gang_aware, spare=spare)
 
     def _victim_class(self, book: QueueBook, gang: GangInfo) -> Hashable:
         """``victim_class``, memoised while the gang's members, spec and the queues stay."""
@@ -262,7 +274,7 @@ class Takeback:
         )
         spec = who.gang.spec
         topology = None if spec is None else (spec.topology, tuple(spec.role_topology.items()))
-        return (self._victim_class(who.book, who.gang), shapes, topology)
+        return (self._key(who.session, who.gang), shapes, topology)
 
     def _stamp(self, session: Session, victims: _Victims) -> Hashable:
         """What an attempt reads of the world, besides the preemptor (see ``Failures``)."""
@@ -324,14 +336,19 @@ class Takeback:
         return False
 
     def _note_young(self, session: Session) -> None:
-        """Wake up when a running gang protected by its min-runtime becomes a candidate."""
+        """Wake up when a running gang protected by its min-runtime, or by the reservation it
+        started on, becomes a candidate."""
         book = session.state.queues
+        ends = shield_ends(session)
         for ident, gang in list(book.min_runtime.items()):
             if not any(p.status is PodStatus.BOUND for p in gang.members):
                 del book.min_runtime[ident]  # not running (it is tracked again when bound)
                 continue
             at = eligible_at(gang)
-            if at is not None and at > session.now and at < self.recheck_at:
+            if at is not None:
+                ends.append(at)
+        for at in ends:
+            if at > session.now and at < self.recheck_at:
                 self.recheck_at = at
                 session.result.wake_at.append(at)
 

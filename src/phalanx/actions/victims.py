@@ -15,7 +15,9 @@ victims left are those on the nodes the preemptor uses.
 A chunk is refused when it would break a PodDisruptionBudget (the budget's allowed
 disruptions are counted over all chunks of one plan), when its gang has run less than its
 ``phalanx.dev/min-runtime``, or when the action's rule refuses it (the ``allows`` callback).
-The hook for reservations (issue 12): that callback is where a reserved start is honoured.
+Reservations (issue 12) are honoured around the planner: a gang protected by the reservation
+it started on is offered by its surplus only (``spare``), and a plan that would delay a
+reservation is refused by ``accept`` (both from :mod:`phalanx.actions.guard`).
 """
 
 from __future__ import annotations
@@ -76,10 +78,11 @@ def chunks(
     now: float,
     *,
     whole: bool = True,
+    spare: Callable[[GangInfo], bool] | None = None,
 ) -> list[Chunk]:
     """The candidate chunks of ``gangs``, least disruptive first (see the module docstring);
     ``whole=False`` offers surplus only (a job is never taken below its minimum, as Volcano's
-    gang plugin allows)."""
+    gang plugin allows); gangs ``spare`` names are offered by their surplus only."""
     surplus: list[Chunk] = []
     full: list[Chunk] = []
     for gang in gangs:
@@ -92,7 +95,7 @@ def chunks(
         newest = sorted(pods, key=lambda p: (-(p.bound_at or 0.0), -p.seq))
         for pod in newest[: max(extra, 0)] if not gang.role_minimums else []:
             surplus.append(Chunk(gang, [pod], True))
-        if whole or gang.min_member <= 1:
+        if (whole or gang.min_member <= 1) and (spare is None or not spare(gang)):
             full.append(Chunk(gang, pods, False))
     surplus.sort(key=lambda c: (c.gang.priority, -(c.pods[0].bound_at or 0.0)))
     full.sort(key=lambda c: (c.gang.priority, c.gpus(gpu_col), -(c.gang.started or 0.0)))

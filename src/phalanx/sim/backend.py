@@ -69,7 +69,9 @@ class SimBackend:
         self.sim.emit("timeout", gang=gang, message=message)
 
     def wake_at(self, at: float) -> None:
-        if at not in self.wakeups:
+        # a cycle asks for one more cycle at its own instant (a preemptor binds in it): the
+        # wake-up of that instant, if any, has run already
+        if at not in self.wakeups or at == self.sim.now:
             self.wakeups.add(at)
             self.sim.queue.push(Event(at, Kind.RETRY, "wake"))
 

@@ -1,0 +1,77 @@
+"""Elastic surplus never takes what a reservation needs (issue 12).
+
+An elastic gang (``minMember`` below its replicas) runs once its minimum is placed; the
+members above it (its *surplus*) are optional. Growth ranks after every reservation
+(:mod:`phalanx.actions.book`), and surplus members are the first victims of preemption
+(:mod:`phalanx.actions.victims`).
+
+1. Growth: on one node, gangs of one priority and estimates that are never too short
+   (nothing overruns), a gang told "reserved: ... at X" at t that has not started by X is
+   never kept out by members grown since t: they would not hold room it needs at X unless
+   a gang ranked ahead of it started meanwhile.
+2. Victims: on one node, a preemption never evicts a whole gang while the surplus members of
+   the gangs it could take, with the free room, would have held the preemptor's minimum.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from reserved_workloads import Case, cases, first_binds, run
+
+CAPACITY = 4  # one node of 4 GPUs, 1-GPU pods (``cases(elastic=True)``)
+
+
+def held_after(events: list[dict[str, Any]], at: float) -> dict[str, dict[str, Any]]:
+    """Pod key → its bind (or grow) event, for the pods holding room after the cycles at
+    ``at``."""
+    held: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e["t"] > at:
+            break
+        if e["type"] in ("bind", "grow"):
+            held[e["pod"]] = e
+        elif e["type"] in ("finish", "evict", "delete") and e["pod"] is not None:
+            held.pop(e["pod"], None)
+    return held
+
+
+def blocked_by_growth(case: Case, events: list[dict[str, Any]]) -> list[str]:
+    """Reservations (``reserved: ... at X``, told at t) that started after X, where the
+    members grown since t and still there at X held room the gang would have started in,
+    and no gang ranked ahead of it (submitted before it) started meanwhile."""
+    started = first_binds(events)
+    grown = {e["pod"] for e in events if e["type"] == "grow"}
+    order = list(case.gangs)
+    out = []
+    for e in events:
+        if e["type"] != "expect" or not e["message"].startswith("reserved:"):
+            continue
+        told, at, key = e["t"], e["expected_start"], e["gang"]
+        if started.get(key, float("inf")) <= at:
+            continue
+        me = case.gangs[key]
+        ahead = [
+            k
+            for k, t in started.items()
+            if told <= t <= at
+            and (case.gangs[k].submit, order.index(k)) < (me.submit, order.index(key))
+        ]
+        if ahead:
+            continue  # a gang ranked ahead of it took room: not growth's doing
+        held = held_after(events, at)
+        growth = [k for k, b in held.items() if k in grown and b["t"] >= told]
+        free = CAPACITY - len(held)
+        if growth and free + len(growth) >= me.minimum:
+            out.append(f"{key} reserved at {told:g} for {at:g}, blocked by {growth}")
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases(elastic=True))
+def test_growth_never_delays_a_reservation(case: Case) -> None:
+    events = run(case, case.actions(), until=7200.0)
+    assert any(e["type"] == "bind" for e in events)
+    blocked = blocked_by_growth(case, events)
+    assert not blocked, f"{case.summary()}: {blocked}"
