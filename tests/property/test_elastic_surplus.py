@@ -9,8 +9,9 @@ members above it (its *surplus*) are optional. Growth ranks after every reservat
    (nothing overruns), a gang told "reserved: ... at X" at t that has not started by X is
    never kept out by members grown since t: they would not hold room it needs at X unless
    a gang ranked ahead of it started meanwhile.
-2. Victims: on one node, a preemption never evicts a whole gang while the surplus members of
-   the gangs it could take, with the free room, would have held the preemptor's minimum.
+2. Victims: on one node (two priorities, 1-GPU pods), a preemption never evicts a whole gang
+   while the surplus members of the gangs it may take (lower priority, running), with the
+   room free then, would have held the preemptor's minimum.
 """
 
 from __future__ import annotations
@@ -75,3 +76,55 @@ def test_growth_never_delays_a_reservation(case: Case) -> None:
     assert any(e["type"] == "bind" for e in events)
     blocked = blocked_by_growth(case, events)
     assert not blocked, f"{case.summary()}: {blocked}"
+
+
+def whole_before_surplus(case: Case, events: list[dict[str, Any]]) -> list[str]:
+    """Preemptions (the evictions of one preemptor at one instant) that took a whole gang
+    although the free room and the surplus of the gangs it may take held its minimum."""
+    out = []
+    held: dict[str, str] = {}  # pod key → gang key, of the pods holding room
+    groups: dict[tuple[float, str], bool] = {}  # (instant, preemptor) → counted already
+    bound_at: dict[str, float] = {}
+    for i, e in enumerate(events):
+        if e["type"] in ("bind", "grow"):
+            held[e["pod"]] = e["gang"]
+            bound_at.setdefault(e["gang"], e["t"])
+        elif e["type"] in ("finish", "delete") and e["pod"] is not None:
+            held.pop(e["pod"], None)
+        if e["type"] != "evict" or (e["t"], e["by"]) in groups:
+            if e["type"] == "evict":
+                held.pop(e["pod"], None)
+            continue
+        group = [x for x in events[i:] if x["type"] == "evict" and x["t"] == e["t"]]
+        group = [x for x in group if x["by"] == e["by"]]
+        # preemptors earlier in this instant whose pods are not bound yet hold their room
+        pending = sum(
+            case.gangs[by].minimum
+            for t, by in groups
+            if t == e["t"] and bound_at.get(by, -1.0) < e["t"]
+        )
+        groups[(e["t"], e["by"])] = True
+        if not any(x["reason"] == "preempt" for x in group):
+            held.pop(e["pod"], None)
+            continue  # surplus only
+        me = case.gangs[e["by"]]
+        count = {g: list(held.values()).count(g) for g in set(held.values())}
+        surplus = sum(
+            max(0, n - case.gangs[g].minimum)
+            for g, n in count.items()
+            if case.gangs[g].priority < me.priority
+        )
+        free = CAPACITY - len(held) - pending
+        if free + surplus >= me.minimum - count.get(e["by"], 0):
+            whole = sorted({x["gang"] for x in group if x["reason"] == "preempt"})
+            out.append(f"{e['by']} at {e['t']:g} took {whole} (free {free}, surplus {surplus})")
+        held.pop(e["pod"], None)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases(elastic=True, priorities=True))
+def test_surplus_members_go_before_whole_gangs(case: Case) -> None:
+    events = run(case, case.actions("preempt"), until=7200.0)
+    wrong = whole_before_surplus(case, events)
+    assert not wrong, f"{case.summary()}: {wrong}"
