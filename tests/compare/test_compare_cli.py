@@ -53,9 +53,9 @@ def test_table_one_row_per_policy_human_units(capsys: pytest.CaptureFixture[str]
     assert lines[1].split()[:3] == ["POLICY", "DONE", "JCT"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert list(rows) == ["phalanx", "kube-default"]
-    # phalanx reserves for the starving 4-GPU job after 1 h: the stream behind it finishes
-    # after the horizon (21 done by 2 h); kube-default never runs it
-    assert rows["phalanx"][1] == "21" and rows["kube-default"][1] == "12"
+    # phalanx reserves for the starving 4-GPU job after 1 h and runs it undisturbed: the stream
+    # queued behind it finishes after the horizon (18 done by 2 h); kube-default never runs it
+    assert rows["phalanx"][1] == "18" and rows["kube-default"][1] == "12"
     assert "10m00s" in rows["phalanx"] and "$13.98" in rows["kube-default"]
     assert any(cell.endswith("%") for cell in rows["phalanx"])
 

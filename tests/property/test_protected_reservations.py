@@ -1,12 +1,11 @@
-"""A gang that started on its aged reservation is not taken whole, for its estimated runtime,
-by a preemptor that had not aged itself (issue 12; the rule is in
-:mod:`phalanx.actions.guard`).
+"""A gang that started after it had aged is not taken whole, for its estimated runtime, by a
+preemptor that had not aged itself (issue 12; the rule is in :mod:`phalanx.actions.guard`).
 
 Checked from the event log alone, on random contended workloads where only aged gangs get
 reservations (see ``reserved_workloads``): a gang first bound at least ``aging`` after it
-was submitted started aged, on its reservation; no ``preempt`` or ``reclaim`` eviction of it
-before its start plus its estimate may name a preemptor submitted less than ``aging``
-before the eviction. Its elastic surplus (``shrink``) may go.
+was submitted started aged; no ``preempt`` or ``reclaim`` eviction of it before its start
+plus its estimate may name a preemptor submitted less than ``aging`` before the eviction.
+Its elastic surplus (``shrink``) may go.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""A gang that started on its aged reservation is not preempted at once by the gangs it
-waited behind (issue 12), through ``phalanx simulate``.
+"""A gang that started after it had aged (the starvation fix: its reservation) is not
+preempted at once by the gangs it waited behind (issue 12), through ``phalanx simulate``.
 
-The rule (:mod:`phalanx.actions.guard`): such a gang is protected for the runtime its
-reservation was planned for (its estimate); while protected, only a preemptor that has aged
-too may take it whole (of those, ``preempt`` picks a strictly higher priority).
+The rule (:mod:`phalanx.actions.guard`): such a gang is protected for its estimated runtime;
+while protected, only a preemptor that has aged too may take it whole (of those, ``preempt``
+picks a strictly higher priority).
 
 The hand-made cases: one 4-GPU node; ``filler`` (high, 1h10m) runs; ``starved`` (low,
 4 GPUs, estimate 1 h, runs 2 h) ages at 1 h (``aging-factor=1``: max(20m, its estimate)),

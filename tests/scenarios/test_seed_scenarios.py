@@ -127,7 +127,7 @@ def test_starvation_reservations_complete_all_25_gangs() -> None:
 
 
 def test_starvation_phalanx_completes_all_25_gangs() -> None:
-    """With preemption on too: b, started on the reservation it held for having aged, is
+    """With preemption on too: b, started on the reservation it got for having aged, is
     protected for its run from the 2-GPU stream it waited behind (it was preempted once and
     finished at 2h50m before); all 25 complete."""
     path = EXAMPLES / "04-starvation.yaml"

@@ -22,9 +22,10 @@ victims were evicted for it (it holds their room) is admitted. ``strict`` mode
 (``fifo-reserve``) admits nothing ranked after a reservation. A gang whose reservation is due
 starts on the nodes it reserved (``nodes_for``).
 
-A gang that starts on the reservation it held for having aged is ``protected`` for the runtime
-its reservation was planned for (its estimate; none: the aging threshold): preemption spares it
-unless the preemptor aged too (:mod:`phalanx.actions.guard`).
+A gang that starts after it has aged (on its reservation, or on room it found; either way it
+ranked ahead of every gang not aged) is ``protected`` for its estimated runtime (none: the
+aging threshold): preemption spares it unless the preemptor aged too
+(:mod:`phalanx.actions.guard`).
 
 Known gap: a gang's unit places its members beyond ``minMember`` in the same statement as its
 minimum; a reservation ranked behind it assumed only the minimum, so it may move later.
@@ -92,7 +93,7 @@ class Book:
         self.refused: dict[tuple[bytes, int], tuple[float, str]] = {}
         #: moves whenever the carves may have changed (see ``stamp``)
         self.epoch = 0
-        #: gangs that started on their aged reservation → the end of their protection
+        #: gangs that started aged → the end of their protection (``protected``)
         self.shields: dict[str, float] = {}
 
     @property
@@ -111,10 +112,10 @@ class Book:
         return _Ends(self.reserve)
 
     def protected(self, gang: GangInfo) -> bool:
-        """Did ``gang`` start on a reservation it held because it had aged (it then ranked
-        ahead of every gang not aged), less than the runtime that reservation was planned
-        for ago (its estimate; none: the aging threshold)? Preempting it for a gang it
-        outranked would only start the starvation again."""
+        """Did ``gang`` start after it had aged (it then ranked ahead of every gang not aged,
+        and held the reservation of its queue's oldest), less than its estimated runtime ago
+        (none: the aging threshold)? Preempting it for a gang it outranked would only start
+        the starvation again."""
         until = self.shields.get(gang.ident)
         if until is None:
             return False

@@ -10,10 +10,11 @@ reserved start, in rank order, as the gate checks a backfilled gang. Reservation
 preemptor outranks are not protected from it, exactly as a gang that outranks a reservation
 may start on its room. The refusal names the reservation it would delay.
 
-Reservations are honoured after they start, too: a gang that started on the reservation it
-held for having aged is *protected* (:meth:`~phalanx.actions.book.Book.protected`) for the
-runtime its reservation was planned for (its estimate; without one, the aging threshold), so
-that the gangs it waited behind do not take it back at once and start its starvation again.
+Reservations are honoured after they start, too: a gang that started after it had aged (on
+the reservation of its queue's oldest, or on room it found: it ranked ahead of every gang not
+aged either way) is *protected* (:meth:`~phalanx.actions.book.Book.protected`) for its
+estimated runtime (without one, the aging threshold), so that the gangs it waited behind do
+not take it back at once and start its starvation again.
 While protected, the gang is never taken whole (``shielded``) by a preemptor that has not
 aged itself, whatever its priority: only aged gangs rank ahead of an aged reservation in its
 queue, and of those, the action's own rule picks (``preempt``: a strictly higher priority;
