@@ -113,9 +113,8 @@ class Book:
 
     def protected(self, gang: GangInfo) -> bool:
         """Did ``gang`` start after it had aged (it then ranked ahead of every gang not aged,
-        and held the reservation of its queue's oldest), less than its estimated runtime ago
-        (none: the aging threshold)? Preempting it for a gang it outranked would only start
-        the starvation again."""
+        reserved for or not) less than its estimated runtime ago (none: the aging threshold)?
+        Preempting it for a gang it outranked would only start the starvation again."""
         until = self.shields.get(gang.ident)
         if until is None:
             return False
