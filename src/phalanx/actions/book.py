@@ -202,7 +202,11 @@ class Book:
             if found is None:
                 continue
             start, plan = found
-            if start <= now and (who.gang.backoff_until > now or who.gang.ident in self.unfit):
+            if start <= now and (
+                who.gang.backoff_until > now
+                or who.gang.ident in self.unfit
+                or session.state.parked_for_room(who.gang.ident)
+            ):
                 continue  # in a timeout backoff, or found no room now (filters, topology)
             if start > now:
                 heads[who.queue] = held + 1

@@ -532,6 +532,12 @@ class ClusterState:
             self._wake_gated(gate)
         return list(self.waiting.values())
 
+    def parked_for_room(self, ident: str) -> bool:
+        """Is ``ident`` parked after failing for room (so it cannot fit before a release or a
+        node change wakes it)? A gang a gate refused is not: it fitted."""
+        key = self._class_of.get(ident, _NOT_PARKED)
+        return key is not _NOT_PARKED and not isinstance(key, Gated)
+
     def wake_next(
         self, key: Hashable, alike: Callable[[GangInfo], bool] | None = None
     ) -> GangInfo | None:
@@ -587,6 +593,9 @@ class ClusterState:
             for key, pod in self.pods.items()
         }
         return {"nodes": nodes, "gangs": gangs, "pods": pods}
+
+
+_NOT_PARKED = object()
 
 
 def _placeholder(key: str, now: float) -> GangInfo:
