@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 
-from phalanx.cluster.hints import Gated, Hint
-from phalanx.cluster.workloads import PodInfo
+from phalanx.cluster.hints import Gated, GatedClass, Hint
+from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.framework.explain import needs, progress
 from phalanx.framework.explain import shapes as shapes_of
 from phalanx.framework.plugin import Placements, PodChoice
@@ -62,6 +62,7 @@ class Allocate:
             if verdict is not None:
                 session.wait(unit.gang, *verdict)
                 self._block(session, unit, _INVALID)
+                refill.moved_on(unit, units, at)
                 continue
             signature = _signature(unit)
             session.tried(unit.gang)
@@ -72,18 +73,21 @@ class Allocate:
                     outcome = self._place(session, unit, placements)
                 except Exception as exc:  # contained to this gang; the others go on
                     self._contain(session, unit, exc)
+                    refill.moved_on(unit, units, at)
                     continue
                 if outcome is True:
                     lone.placed(unit)
+                    refill.moved_on(unit, units, at)
                     continue
                 if outcome:
                     session.wait(unit.gang, "Reserved", progress(unit) + outcome)
                     stamp = None if session.gate is None else session.gate.stamp()
                     if stamp is not None:
-                        self._block(session, unit, Gated(stamp))
-                    refill.after(unit, units, at)
+                        self._block(session, unit, Gated(stamp, signature))
+                    refill.after(unit, units, at, stamp)
                     continue
                 failed[signature] = placements.why or needs(session, unit)
+                refill.unfit(unit, units, at)
             if session.gate is not None:
                 session.gate.failed(unit)
             session.wait(unit.gang, "NotEnoughResources", progress(unit) + failed[signature])
@@ -183,25 +187,58 @@ class Allocate:
 
 class _Refill:
     """Gangs a gate refused give back their share of a wake budget (see
-    ``ClusterState.wake_next``): the next gang of the class is woken and taken in at its
-    place in the order."""
+    ``ClusterState.wake_next``): the next gang of the class they were woken from is woken and
+    taken in at its place in the order. A gated class is walked (see
+    :mod:`phalanx.cluster.hints`): after a refusal, past the gangs the gate would refuse
+    alike; after any other outcome, to the next gang; after a gang no longer fits, every gang
+    of the class is woken, to fail alike and wait for room."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def after(self, unit: Unit, units: list[Unit], at: int) -> None:
-        state = self.session.state
-        key = state.woken.get(unit.gang.ident, _NONE)
-        if key is _NONE or not state.hints:
+    def after(self, unit: Unit, units: list[Unit], at: int, stamp: object = None) -> None:
+        """The gate refused ``unit`` at its ``stamp``."""
+        key = self._woken_from(unit)
+        if key is _NONE:
             return
         gate = self.session.gate
-        alike = None if gate is None else lambda gang: gate.refuses_alike(unit, gang)
-        while (gang := state.wake_next(key, alike)) is not None:
-            more = self.session.units_of(gang)
-            for extra in more:
-                bisect.insort(units, extra, lo=at, key=_order)
-            if more:
+        alike = None if gate is None else gate.refuses_alike(unit)
+        self._next(key, units, at, alike, stamp)
+
+    def moved_on(self, unit: Unit, units: list[Unit], at: int) -> None:
+        """``unit`` was placed, or is not valid, or failed in error."""
+        key = self._woken_from(unit)
+        if isinstance(key, GatedClass):
+            self._next(key, units, at, None, None)
+
+    def unfit(self, unit: Unit, units: list[Unit], at: int) -> None:
+        key = self._woken_from(unit)
+        if isinstance(key, GatedClass):
+            for gang in self.session.state.wake_class(key):
+                self._take_in(gang, units, at)
+
+    def _woken_from(self, unit: Unit) -> object:
+        state = self.session.state
+        return state.woken.get(unit.gang.ident, _NONE) if state.hints else _NONE
+
+    def _next(
+        self,
+        key: Hashable,
+        units: list[Unit],
+        at: int,
+        alike: Callable[[GangInfo], bool] | None,
+        stamp: object,
+    ) -> None:
+        state = self.session.state
+        while (gang := state.wake_next(key, alike, stamp)) is not None:
+            if self._take_in(gang, units, at):
                 return
+
+    def _take_in(self, gang: GangInfo, units: list[Unit], at: int) -> bool:
+        more = self.session.units_of(gang)
+        for extra in more:
+            bisect.insort(units, extra, lo=at, key=_order)
+        return bool(more)
 
 
 _NONE = object()

@@ -36,7 +36,7 @@ Expected starts are told by :mod:`phalanx.actions.expect` when the session close
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -124,6 +124,18 @@ class Book:
             return False
         return True
 
+    def shield_ends(self) -> list[float]:
+        """When the protections in force end; those that ended (the gang ran its time, or
+        is no longer running) are forgotten."""
+        ends = []
+        for ident, until in list(self.shields.items()):
+            run = self.reserve.running.get(ident)
+            if run is None or not run.aged or self.now >= until:
+                del self.shields[ident]
+            else:
+                ends.append(until)
+        return ends
+
     @property
     def base(self) -> Timeline:
         assert self.reserve.base is not None
@@ -155,19 +167,28 @@ class Book:
         if self.view is None or self.invalid or (self.stale and not stale_ok):
             self.plan()
 
-    def refuses_alike(self, unit: Unit, gang: GangInfo) -> bool:
-        """A gang of ``unit``'s class (same pending shapes, so placed alike) later in the
-        order ranks after it, so every carve ahead of ``unit`` is ahead of it too; if it also
-        runs at least as long, it delays them at least as much. Not so sure when it holds a
-        carve, has aged (it may rank first) or holds room from a preemption."""
+    def refuses_alike(self, unit: Unit) -> Callable[[GangInfo], bool]:
+        """Would the gate refuse a gang as it refused ``unit``? A gang of ``unit``'s class
+        (same pending shapes, so placed alike) later in the order ranks after it, so every
+        carve ahead of ``unit`` is ahead of it too; if it also runs at least as long, it
+        delays them at least as much. Not so sure when it holds a carve, has aged while
+        ``unit`` has not (it may rank first) or holds room from a preemption."""
         assert self.session is not None
-        if gang.ident in self.carved or gang.ident in self.session.state.queues.holds:
-            return False
-        who = self.waiters.by_ident.get(gang.ident)
-        if who is None or who.aged:
-            return False
-        refused = self._duration(unit, self.carved.get(unit.gang.ident))
-        return who.duration >= refused  # as the gate would judge it
+        carved, by_ident = self.carved, self.waiters.by_ident
+        holds = self.session.state.queues.holds
+        first = by_ident.get(unit.gang.ident)
+        first_aged = first is not None and first.aged
+        refused = self._duration(unit, carved.get(unit.gang.ident))
+
+        def alike(gang: GangInfo) -> bool:
+            ident = gang.ident
+            who = by_ident.get(ident)
+            if who is None or ident in carved or ident in holds or (who.aged and not first_aged):
+                return False
+            estimate = who.estimate
+            return (math.inf if estimate is None else estimate.seconds) >= refused
+
+        return alike
 
     def stamp(self) -> Hashable | None:
         """A refusal stands while no room was taken or released, the carves did not change,

@@ -92,9 +92,4 @@ def shield_ends(session: Session) -> list[float]:
     book = session.gate
     if not isinstance(book, Book):
         return []
-    ends = []
-    for ident, until in list(book.shields.items()):
-        run = book.reserve.running.get(ident)
-        if run is not None and book.protected(run.gang):  # forgets the lapsed ones
-            ends.append(until)
-    return ends
+    return book.shield_ends()

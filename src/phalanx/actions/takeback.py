@@ -115,7 +115,7 @@ class Takeback:
         book = state.queues
         # parked gangs that cannot preempt still count in the order: looked at in full only
         # when some attempt could succeed (else, only whether one is eligible at all)
-        glance = hinted and not recheck and self.parked_hopeless(session)
+        glance = hinted and self.parked_hopeless(session)
         gangs = fresh + [u.gang for u in self._parked_units(session, first=glance)]
         if hinted and not self._any_open(session, gangs):
             return  # every attempt is known to fail (its only trace: the min-runtime wake-up)

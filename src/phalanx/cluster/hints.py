@@ -24,10 +24,17 @@ The class with key ``None`` is the coarse hint (any release wakes it): gangs who
 move while they wait, gangs in timeout backoff, and every gang when hints are switched off.
 
 A gang that fits but that a reservation gate refused (it would delay a reservation ranked
-ahead of it) is parked :class:`Gated`: the gate's decision depends on the gate's own state as
-well as on the room, so the gang wakes when the gate's *stamp* moves (the gate says what it
+ahead of it) is parked :class:`Gated`, in the class of its failure signature
+(:class:`GatedClass`): the gate's decision depends on the gate's own state as well as on the
+room, so the class is worth another look when the gate's *stamp* moves (the gate says what it
 covers: for the reservation book, any take or release of room and any change of its plan).
-With hints off it is not parked at all: the reference retries it every cycle.
+Its gangs are placed alike, so a look is a *walk* in order: the first gang is woken; when the
+gate refuses it, the gangs after it that the gate would refuse alike (they rank after it and
+run at least as long: ``refuses_alike``) are judged without an attempt and the first that is
+not is woken; when one is placed the next is woken; when one no longer fits, so does none of
+them and all are woken (to wait for room). A long queue of refused gangs thus costs a few
+attempts per change, not one per gang. With hints off no gang is parked Gated: the reference
+retries it every cycle.
 """
 
 from __future__ import annotations
@@ -55,9 +62,21 @@ class Hint:
 
 @dataclass(frozen=True, slots=True)
 class Gated:
-    """The class of gangs a gate refused while its stamp was ``stamp``."""
+    """A gate refused a gang of failure signature ``key`` while its stamp was ``stamp``."""
 
     stamp: Hashable
+    key: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class GatedClass:
+    """Where gangs of one failure signature that a gate refused are parked."""
+
+    key: Hashable
+
+
+#: The stamp of a gated class whose gangs were judged at different stamps (never current).
+MIXED = object()
 
 
 class Parked:
@@ -90,20 +109,17 @@ class Parked:
     def first_unlike(self, alike: Callable[[object], bool]) -> tuple[str, object] | None:
         """Take out of the class its first gang, in order, for which ``alike`` is false (the
         others looked at stay in the class)."""
-        kept, found = [], None
-        while self._heap and found is None:
-            entry = heapq.heappop(self._heap)
+        if len(self._heap) > 2 * len(self.members) + 16:
+            self._heap = [e for e in self._heap if self.members.get(e[1], (0,))[0] == e[2]]
+        self._heap.sort()  # a sorted list is a heap: walked in order, nothing re-pushed
+        for entry in self._heap:
             member = self.members.get(entry[1])
             if member is None or member[0] != entry[2]:
                 continue  # removed or re-added since: a stale entry
-            if alike(member[1]):
-                kept.append(entry)
-            else:
-                del self.members[entry[1]]
-                found = (entry[1], member[1])
-        for entry in kept:
-            heapq.heappush(self._heap, entry)
-        return found
+            if not alike(member[1]):
+                del self.members[entry[1]]  # its entry is stale from now on
+                return entry[1], member[1]
+        return None
 
     def first(self, count: int) -> list[tuple[str, object]]:
         """Take the first ``count`` gangs in order out of the class."""

@@ -52,7 +52,7 @@ from typing import Any
 
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec, Resources
 from phalanx.cluster import devices
-from phalanx.cluster.hints import CapacityOf, Gated, Hint, Parked, wake_count
+from phalanx.cluster.hints import MIXED, CapacityOf, Gated, GatedClass, Hint, Parked, wake_count
 from phalanx.cluster.nodes import TOMBSTONE, NodeTable
 from phalanx.cluster.queues import QueueBook
 from phalanx.cluster.resources import ResourceIndex, Vector
@@ -78,7 +78,8 @@ class ClusterState:
         self.hints = True  # False: a parked gang wakes on any release (the coarse reference)
         self._parked: dict[Hashable, Parked] = {}  # failure class → its parked gangs
         self._class_of: dict[str, Hashable] = {}
-        self._gated: set[Gated] = set()  # the classes of gangs a gate refused
+        #: classes of gangs a gate refused → the gate's stamp their gangs were judged at
+        self._gated: dict[GatedClass, Hashable] = {}
         #: gang → the class a wake budget took it from (see ``parked_next``)
         self.woken: dict[str, Hashable] = {}
         #: pod key → node index: binds the engine committed that the API has not confirmed
@@ -444,8 +445,9 @@ class ClusterState:
         (a release since then means it may fit now, so it stays waiting). Its ``hint`` names
         its failure class (:mod:`phalanx.cluster.hints`); without one, or with hints off, any
         release wakes it; ``order`` is its order key (static while it is parked). A
-        :class:`Gated` gang wakes when the gate's stamp moves (with hints off it stays
-        waiting: the reference retries it every cycle)."""
+        :class:`Gated` gang is parked in the class of its signature, looked at again when the
+        gate's stamp moves (with hints off it stays waiting: the reference retries it every
+        cycle)."""
         if freed != self.freed or gang.ident not in self.waiting:
             return
         if isinstance(hint, Gated) and not self.hints:
@@ -454,15 +456,16 @@ class ClusterState:
         self.blocked[gang.ident] = self.waiting.pop(gang.ident)
         key: Hashable
         if isinstance(hint, Gated):
-            key, hint = hint, None
-            self._gated.add(key)
+            key, stamp, hint = GatedClass(hint.key), hint.stamp, None
+            judged = self._gated.get(key, stamp) if key in self._parked else stamp
+            self._gated[key] = stamp if judged == stamp else MIXED
         else:
             hint = hint if self.hints else None
             key = None if hint is None else hint.key
         parked = self._parked.get(key)
         if parked is None:
             parked = self._parked[key] = Parked(hint, self.freed)
-        parked.add(gang.ident, gang, () if hint is None else order)
+        parked.add(gang.ident, gang, order if key is not None else ())
         self._class_of[gang.ident] = key
 
     def unblock(self, gang: GangInfo) -> None:
@@ -477,9 +480,13 @@ class ClusterState:
         parked = self._parked[key]
         parked.remove(ident)
         if not parked:
-            del self._parked[key]
-            self._gated.discard(key)
+            self._drop_class(key)
         return True
+
+    def _drop_class(self, key: Hashable) -> None:
+        del self._parked[key]
+        if isinstance(key, GatedClass):
+            del self._gated[key]
 
     def _freed(self) -> None:
         """Resources came back: the coarse class wakes now, the others at the next look."""
@@ -493,7 +500,7 @@ class ClusterState:
         """Nodes were added or changed: every parked gang is worth a new attempt."""
         self.freed += 1
         parked, self._parked = self._parked, {}
-        self._gated.clear()
+        self._gated = {}
         for group in parked.values():
             for ident, gang in group.gangs():
                 self._wake(ident, gang)
@@ -536,25 +543,32 @@ class ClusterState:
         """Is ``ident`` parked after failing for room (so it cannot fit before a release or a
         node change wakes it)? A gang a gate refused is not: it fitted."""
         key = self._class_of.get(ident, _NOT_PARKED)
-        return key is not _NOT_PARKED and not isinstance(key, Gated)
+        return key is not _NOT_PARKED and not isinstance(key, GatedClass)
 
     def wake_next(
-        self, key: Hashable, alike: Callable[[GangInfo], bool] | None = None
+        self,
+        key: Hashable,
+        alike: Callable[[GangInfo], bool] | None = None,
+        stamp: Hashable = None,
     ) -> GangInfo | None:
-        """Wake the first gang parked in the hinted class ``key`` for which ``alike`` (would
-        it be refused as the gang before it was?) is false; None if there is none.
+        """Wake the first gang parked in the hinted or gated class ``key`` for which
+        ``alike`` (would it be refused as the gang before it was?) is false; None if there is
+        none. The gangs of a gated class passed over were judged at the gate's ``stamp``.
 
         A wake budget assumes that every woken gang that fits takes room; one that a
-        reservation gate refuses takes none, so the next gang of its class is worth the
-        attempt the reference (every parked gang woken) would make. Like every wake, it is
-        queue bookkeeping: the applier parks the gang again if it fails."""
+        reservation gate refused takes none, so the next gang of its class is worth the
+        attempt the reference (every parked gang woken) would make; so is the next gang of a
+        gated class after one was placed (see hints.py). Like every wake, it is queue
+        bookkeeping: the applier parks the gang again if it fails."""
         parked = self._parked.get(key)
-        if parked is None or parked.hint is None:
+        if parked is None or (parked.hint is None and not isinstance(key, GatedClass)):
             return None
         test = alike or (lambda gang: False)
         found = parked.first_unlike(lambda gang: test(gang))  # type: ignore[arg-type]
         if not parked:
-            del self._parked[key]
+            self._drop_class(key)
+        elif isinstance(key, GatedClass) and alike is not None:
+            self._gated[key] = stamp  # the rest: judged as the gang before was
         if found is None:
             return None
         ident, gang = found
@@ -563,11 +577,31 @@ class ClusterState:
         self.woken[ident] = key
         return gang
 
+    def wake_class(self, key: Hashable) -> list[GangInfo]:
+        """Wake every gang of a gated class (its gangs no longer fit: they wait for room)."""
+        if not isinstance(key, GatedClass) or key not in self._parked:
+            return []
+        parked = self._parked[key]
+        self._drop_class(key)
+        woken = []
+        for ident, gang in parked.gangs():
+            assert isinstance(gang, GangInfo)
+            self._wake(ident, gang)
+            woken.append(gang)
+        return woken
+
     def _wake_gated(self, stamp: Hashable) -> None:
-        for key in [k for k in self._gated if k.stamp != stamp]:
-            self._gated.discard(key)
-            for ident, gang in self._parked.pop(key).gangs():
+        """The gate's stamp moved: the first gang of each gated class judged at another
+        stamp is woken (the walk of its class starts from it, see hints.py)."""
+        for key, judged in list(self._gated.items()):
+            if judged == stamp:
+                continue
+            parked = self._parked[key]
+            for ident, gang in parked.first(1):
                 self._wake(ident, gang)
+                self.woken[ident] = key
+            if not parked:
+                self._drop_class(key)
 
     def pod_of(self, key: str) -> PodInfo | None:
         return self.pods.get(key)

@@ -181,9 +181,9 @@ class Gate(Protocol):
     def failed(self, unit: Unit) -> None:
         """``unit`` found no room now."""
 
-    def refuses_alike(self, unit: Unit, gang: GangInfo) -> bool:
-        """``unit`` was just refused: is ``gang``, of its failure class and later in its order,
-        sure to be refused too? (False when unsure.)"""
+    def refuses_alike(self, unit: Unit) -> Callable[[GangInfo], bool]:
+        """``unit`` was just refused: a test of whether a gang of its failure class, later in
+        its order, is sure to be refused too (False when unsure)."""
 
     def stamp(self) -> Hashable | None:
         """What the gate's refusals depend on besides the unit and the order: a unit it
