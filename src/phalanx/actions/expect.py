@@ -54,7 +54,7 @@ class Teller:
             if ident not in book.begun:
                 why = self._why(session, carve.start, carve.plan, reserved=True)
                 self._say(session, carve.who, carve.start, why)
-        cache: dict[tuple[bytes, float], tuple[float, Plan] | None] = {}
+        cache: dict[tuple[bytes, float], tuple[float, str] | None] = {}
         fresh, waiters.new = waiters.new, []
         for who in fresh:
             if not who.gone and who.gang.ident not in book.carved:
@@ -84,8 +84,10 @@ class Teller:
         self,
         session: Session,
         who: Candidate,
-        cache: dict[tuple[bytes, float], tuple[float, Plan] | None],
+        cache: dict[tuple[bytes, float], tuple[float, str] | None],
     ) -> None:
+        """Tell ``who`` its expected start on the view (gangs of one shape and duration in
+        one cycle share the answer: ``cache``)."""
         view = self.reserve.book.view
         assert view is not None
         if not self.reserve.waiters.fresh(session, who):
@@ -93,14 +95,16 @@ class Teller:
         who.estimate = self.reserve.estimates.estimate(who.gang)  # learned ones move
         key = (who.shape, who.duration)
         if key not in cache:
-            cache[key] = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
-        found = cache[key]
-        if found is None:
+            found = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+            why = None if found is None else self._why(session, *found, reserved=False)
+            cache[key] = None if found is None or why is None else (found[0], why)
+        told = cache[key]
+        if told is None:
             self._say(session, who, None, self._unknown())
             heapq.heappush(self._due, (session.now + RETELL, who.seq, who.gang.ident))
             return
-        start, plan = found
-        self._say(session, who, start, self._why(session, start, plan, reserved=False))
+        start, why = told
+        self._say(session, who, start, why)
         again = start if start > session.now else session.now + RETELL
         heapq.heappush(self._due, (again, who.seq, who.gang.ident))
 

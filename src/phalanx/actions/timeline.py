@@ -187,7 +187,10 @@ class Timeline:
         times = np.asarray(self.times)
         starts = np.arange(len(times))[times <= until]
         ends = np.maximum(np.searchsorted(times, times[starts] + duration), starts + 1)
-        for k in starts[bad[ends] == bad[starts]].tolist():
+        windows = starts[bad[ends] == bad[starts]]
+        if len(windows) > 1:
+            windows = self._with_a_node(windows, ends, requests, masks)
+        for k in windows.tolist():
             last = int(ends[k])
             free = self.free[k:last].min(axis=0)
             gpus = self.gpus[k:last].min(axis=0)
@@ -195,6 +198,30 @@ class Timeline:
             if plan is not None:
                 return self.times[k], plan
         return None
+
+    def _with_a_node(
+        self,
+        windows: npt.NDArray[np.int64],
+        ends: npt.NDArray[np.int64],
+        requests: Sequence[Vector],
+        masks: Sequence[Mask],
+    ) -> npt.NDArray[np.int64]:
+        """Of the windows starting at rows ``windows`` (ending before rows ``ends``), those in
+        which each distinct pod has a node it may use with room for it in every row: a
+        necessary condition for a placement, checked for every window at once."""
+        last = int(ends[windows].max())
+        keep = np.ones(len(windows), dtype=bool)
+        seen: set[tuple[bytes, int]] = set()
+        for request, mask in zip(requests, masks, strict=True):
+            if (request.tobytes(), id(mask)) in seen:
+                continue
+            seen.add((request.tobytes(), id(mask)))
+            cols = np.flatnonzero(request)
+            ok = np.all(self.free[:last, :, cols] >= request[cols], axis=2) & mask
+            misses = np.zeros((last + 1, ok.shape[1]), dtype=np.int64)
+            np.cumsum(~ok, axis=0, out=misses[1:])
+            keep &= np.any(misses[ends[windows]] == misses[windows], axis=1)
+        return windows[keep]
 
     def _place_in(
         self,
