@@ -80,6 +80,8 @@ class Candidate:
     gone: bool = False
     rank: Rank = ()
     told: tuple[float | None, str] | None = None  # the expected start last given, and why
+    #: what ``estimate`` was made from: the estimator's version, the gang's spec and members
+    estimated: tuple[int, int, int] = (-1, 0, 0)
     late: bool = False  # told it will miss its deadline
 
     @property
@@ -195,6 +197,7 @@ class Waiters:
             ages_at = begun + max(settings.aging, relative)
         self._seq += 1
         who = Candidate(gang, needs, estimate, self._seq, ages_at)
+        who.estimated = _made(self.estimates, gang)
         who.rank = who.rank_in(session)  # kept up to date while it is planned
         self.by_ident[gang.ident] = who
         self.new.append(who)
@@ -260,7 +263,7 @@ class Waiters:
                 who.gone = True
                 gone += 1
             elif who.seq not in chosen and self.fresh(session, who):
-                who.estimate = self.estimates.estimate(who.gang)  # learned ones move
+                self.re_estimate(who)
                 chosen[who.seq] = who
                 taken += 1
         if gone:
@@ -277,10 +280,20 @@ class Waiters:
             who.needs = needs
         return True
 
+    def re_estimate(self, who: Candidate) -> None:
+        """Bring ``who``'s estimate up to date (learned ones move; a spec may change)."""
+        made = _made(self.estimates, who.gang)
+        if who.estimated != made:
+            who.estimate, who.estimated = self.estimates.estimate(who.gang), made
+
     def next_aging(self) -> float | None:
         """When the next gang ages or becomes a big gang to reserve for (None: none will)."""
         times = [heap[0][0] for heap in (self._aging, self._heading) if heap]
         return min(times) if times else None
+
+
+def _made(estimates: Estimates, gang: GangInfo) -> tuple[int, int, int]:
+    return (estimates.version, id(gang.spec), len(gang.members))
 
 
 def rank_of(session: Session, unit: Unit, aged: bool, *, growth: bool = False) -> Rank:

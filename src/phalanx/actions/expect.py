@@ -92,7 +92,7 @@ class Teller:
         assert view is not None
         if not self.reserve.waiters.fresh(session, who):
             return
-        who.estimate = self.reserve.estimates.estimate(who.gang)  # learned ones move
+        self.reserve.waiters.re_estimate(who)
         key = (who.shape, who.duration)
         if key not in cache:
             found = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)

@@ -56,6 +56,7 @@ class Estimates:
         self._seen: dict[Key, deque[float]] = {}
         self._learned: dict[Key, float] = {}  # the quantile, until the next observation
         self._keys: dict[str, tuple[int, Key]] = {}  # gang ident → (members, its key)
+        self.version = 0  # moves whenever a learned estimate changes
 
     def estimate(self, gang: GangInfo) -> Estimate | None:
         for source, seconds in hints(gang):
@@ -78,7 +79,10 @@ class Estimates:
             return False
         before = self._learned.get(shape)
         self._learned[shape] = quantile(sorted(runs), self.quantile)
-        return before != self._learned[shape]
+        if before == self._learned[shape]:
+            return False
+        self.version += 1
+        return True
 
     def key_of(self, gang: GangInfo) -> Key:
         """The gang's shape key: gangs with one key share a learned estimate."""
