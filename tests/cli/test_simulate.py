@@ -27,6 +27,29 @@ spec: {minMember: 2}
 """
 
 
+BETA_GROUP = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: g, namespace: default}
+spec:
+  schedulingPolicy:
+    gang: {minCount: 2}
+"""
+
+
+def beta_pod(name: str) -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  schedulingGroup: {{podGroupName: g}}
+  containers:
+  - name: c
+    resources: {{requests: {{nvidia.com/gpu: "3"}}}}
+"""
+
+
 def pod(name: str = "p", gpus: str = "1", group: str | None = "g") -> str:
     labels = f"labels: {{scheduling.x-k8s.io/pod-group: {group}}}" if group else ""
     return f"""
@@ -136,6 +159,11 @@ BAD = [
         "gang larger than the cluster",
         [NODE, GROUP, pod("p1", gpus="3"), pod("p2", gpus="3")],
         ["PodGroup default/g", "spec.minMember", "whole cluster"],
+    ),
+    (
+        "Workload API PodGroup larger than the cluster",
+        [NODE, BETA_GROUP, beta_pod("p1"), beta_pod("p2")],
+        ["PodGroup default/g", "spec.schedulingPolicy.gang.minCount", "whole cluster"],
     ),
     (
         "duplicate name",

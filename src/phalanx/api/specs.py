@@ -215,6 +215,8 @@ class GangSpec:
     #: an elastic gang's explicit maximum (``phalanx.dev/max-member``): at most this many
     #: members placed or running at once; None: as many as it has pods
     max_member: int | None = None
+    #: the object and field its minimum came from, for messages about it
+    origin: tuple[str, str] = ("PodGroup", "spec.minMember")
 
     @property
     def key(self) -> str:

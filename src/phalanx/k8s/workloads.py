@@ -96,6 +96,7 @@ class WorkloadSpec:
             min_member=min_count,
             api=WORKLOAD_GROUP,
             topology=self.constraints.get(pod_group),
+            origin=(f"Workload {self.key}", "spec.podGroups[].policy.gang.minCount"),
         )
 
 
@@ -188,6 +189,7 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> GangSpec | BasicGroup:
             min_member=min_count,
             api=WORKLOAD_GROUP,
             topology=topology.constraint,
+            origin=("PodGroup", "spec.schedulingPolicy.gang.minCount"),
         )
 
 

@@ -73,12 +73,13 @@ def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> Non
         over = np.flatnonzero(need > total)
         if over.size:
             name = index.names[int(over[0])]
+            kind, field = gang.origin
             raise InputError(
-                f"minMember {gang.min_member} needs {name} "
+                f"a minimum of {gang.min_member} pods needs {name} "
                 f"{format_units(name, int(need[over[0]]))} but the whole cluster has "
                 f"{format_units(name, int(total[over[0]]))}",
                 source=item.source,
-                obj=f"PodGroup {gang.key}",
-                field="spec.minMember",
+                obj=kind if " " in kind else f"{kind} {gang.key}",
+                field=field,
             )
         fits.add(shape)

@@ -114,6 +114,10 @@ def kubeflow_job_from_dict(
             timeout_seconds=None if timeout is None else float(timeout),
             min_resources=get_resources(policy, "minResources", policy_path),
             duration=_duration(top, run_policy, replicas),
+            origin=(
+                kind,
+                f"{policy_path}.minAvailable" if minimum is not None else f"spec.{SHAPES[kind][0]}",
+            ),
         )
         field = SHAPES[kind][0]
         pod_sets = []

@@ -209,6 +209,7 @@ def volcano_job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> 
             topology=topology.constraint,
             subgroups=tuple(_subgroup(t[0], t[5]) for t in tasks if t[5] is not None),
             max_member=max_member_annotation(annotations_of(top), minimum),
+            origin=("Job", "spec.minAvailable" if min_available is not None else "spec.tasks"),
         )
         scheduler = get_str(spec, "schedulerName", "spec") or "volcano"
         pod_sets: list[PodSet] = []
