@@ -293,7 +293,7 @@ class Waiters:
 
 
 def _made(estimates: Estimates, gang: GangInfo) -> tuple[int, int, int]:
-    return (estimates.version, id(gang.spec), len(gang.members))
+    return (estimates.version(gang), id(gang.spec), len(gang.members))
 
 
 def rank_of(session: Session, unit: Unit, aged: bool, *, growth: bool = False) -> Rank:

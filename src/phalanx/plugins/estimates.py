@@ -56,7 +56,7 @@ class Estimates:
         self._seen: dict[Key, deque[float]] = {}
         self._learned: dict[Key, float] = {}  # the quantile, until the next observation
         self._keys: dict[str, tuple[int, Key]] = {}  # gang ident → (members, its key)
-        self.version = 0  # moves whenever a learned estimate changes
+        self._changes: dict[Key, int] = {}  # shape → how often its learned estimate changed
 
     def estimate(self, gang: GangInfo) -> Estimate | None:
         for source, seconds in hints(gang):
@@ -81,8 +81,12 @@ class Estimates:
         self._learned[shape] = quantile(sorted(runs), self.quantile)
         if before == self._learned[shape]:
             return False
-        self.version += 1
+        self._changes[shape] = self._changes.get(shape, 0) + 1
         return True
+
+    def version(self, gang: GangInfo) -> int:
+        """Moves whenever the learned estimate ``gang``'s shape gets changes."""
+        return self._changes.get(self.key_of(gang), 0)
 
     def key_of(self, gang: GangInfo) -> Key:
         """The gang's shape key: gangs with one key share a learned estimate."""
