@@ -163,15 +163,6 @@ def reserving_workloads(draw: st.DrawFn) -> Workload:
     return Workload(items)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "known gap (about one generated case in 1,500): a wake budget leaves asleep the "
-        "gangs of a class that would fail after the first ones, but the reservation book "
-        "notices failures (Book.failed; a plan skips the intent of a gang parked for room), "
-        "so its carves, and the nodes a reserved gang starts on, can differ"
-    ),
-)
 @settings(max_examples=120, deadline=None)
 @given(
     reserving_workloads(),

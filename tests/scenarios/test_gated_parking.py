@@ -73,7 +73,9 @@ def test_a_moving_gate_wakes_one_of_a_class_of_alike_refused_gangs() -> None:
     assert binds == reference_binds
     assert len(binds) == 151  # the running job and every short one; no long one
     assert all("small" not in bind for bind in binds)
-    # each short job: its own attempt and the first refused long job's, and one attempt of
-    # each long job when it arrives (353 measured; 7,752 when a move woke every refused job)
-    assert attempts <= 3 * 150
+    # each short job: its own attempt and the first refused long job's; each release (a
+    # short job ends): the reserved 8-GPU gang, whose failures the book notices; and one
+    # attempt of each long job when it arrives (503 measured; 7,752 when a move woke every
+    # refused job)
+    assert attempts <= 4 * 150
     assert reference_attempts >= 50 * 150  # every refused job, at every short arrival

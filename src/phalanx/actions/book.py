@@ -190,6 +190,11 @@ class Book:
 
         return alike
 
+    def watched(self) -> list[str]:
+        """The gangs whose failures the book notices (``failed``; a plan skips a gang found
+        unfit or parked for room): those holding a carve and those a plan may pick."""
+        return [*self.carved, *self.waiters.leading()]
+
     def stamp(self) -> Hashable | None:
         """A refusal stands while no room was taken or released, the carves did not change,
         none fell due and no re-plan is pending: the unit's placement, its rank and every

@@ -244,6 +244,25 @@ class Waiters:
             who.rank = who.rank_in(session)
         return sorted(chosen.values(), key=lambda c: c.rank)
 
+    def leading(self) -> list[str]:
+        """The gangs a plan may pick, and a few more (a superset, found without changing
+        anything: the first waiting gangs of each list it takes from)."""
+        settings, out = self.settings, []
+        every = settings.mode == "conservative"
+        for lists, limit in (
+            (self._aged, settings.max_aged),
+            (self._big, None if every else settings.depth + SPARE),
+        ):
+            for listed in lists.values():
+                taken = 0
+                for _, who in listed:
+                    if limit is not None and taken >= limit + SPARE:
+                        break
+                    if not who.gone and waiting(who.gang):
+                        out.append(who.gang.ident)
+                        taken += 1
+        return out
+
     def _take(
         self,
         session: Session,

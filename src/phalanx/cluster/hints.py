@@ -18,7 +18,8 @@ Each pod placed lowers ``Σ capacity`` by at least one, and every success places
 ``need`` pods, so at most ``Σ capacity // need`` gangs of a class can succeed before the
 room runs out. Only that many gangs are woken, first in order: in the reference engine the
 rest would be tried after them, fail, and (sharing the failure) change nothing. A release
-thus wakes a handful of gangs however long the queue.
+thus wakes a handful of gangs however long the queue. (Except for a reservation gate, which
+notices failures: the gangs it watches wake after any release, as in the reference.)
 
 The class with key ``None`` is the coarse hint (any release wakes it): gangs whose order may
 move while they wait, gangs in timeout backoff, and every gang when hints are switched off.

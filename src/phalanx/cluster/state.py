@@ -47,7 +47,7 @@ least one pending member, so a cycle never scans finished work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from phalanx.api.specs import GangSpec, NodeSpec, PodSpec, Resources
@@ -78,6 +78,7 @@ class ClusterState:
         self.hints = True  # False: a parked gang wakes on any release (the coarse reference)
         self._parked: dict[Hashable, Parked] = {}  # failure class → its parked gangs
         self._class_of: dict[str, Hashable] = {}
+        self._parked_at: dict[str, int] = {}  # parked gang → ``freed`` when it was parked
         #: classes of gangs a gate refused → the gate's stamp their gangs were judged at
         self._gated: dict[GatedClass, Hashable] = {}
         #: gang → the class a wake budget took it from (see ``parked_next``)
@@ -467,6 +468,7 @@ class ClusterState:
             parked = self._parked[key] = Parked(hint, self.freed)
         parked.add(gang.ident, gang, order if key is not None else ())
         self._class_of[gang.ident] = key
+        self._parked_at[gang.ident] = self.freed
 
     def unblock(self, gang: GangInfo) -> None:
         if self._unpark(gang.ident):
@@ -477,6 +479,7 @@ class ClusterState:
         if self.blocked.pop(ident, None) is None:
             return False
         key = self._class_of.pop(ident)
+        del self._parked_at[ident]
         parked = self._parked[key]
         parked.remove(ident)
         if not parked:
@@ -509,6 +512,7 @@ class ClusterState:
         assert isinstance(gang, GangInfo)
         del self.blocked[ident]
         del self._class_of[ident]
+        del self._parked_at[ident]
         self._refresh_waiting(gang)
 
     def _wake_fitting(self, table: NodeTable) -> None:
@@ -529,15 +533,35 @@ class ClusterState:
                     del self._parked[key]
 
     def waiting_gangs(
-        self, table: NodeTable | None = None, gate: Hashable | None = None
+        self,
+        table: NodeTable | None = None,
+        gate: Hashable | None = None,
+        watched: Callable[[], Iterable[str]] | None = None,
     ) -> list[GangInfo]:
         """Gangs worth an attempt on ``table`` (default: the state's own); with the stamp of
-        the session's reservation ``gate``, gangs it refused at another stamp wake too."""
+        the session's reservation ``gate``, gangs it refused at another stamp wake too, and
+        so do the gangs it ``watched`` that are parked for room and saw a release since."""
         if self._parked:
             self._wake_fitting(self.table if table is None else table)
+            if watched is not None:
+                self._wake_watched(watched())
         if self._gated and gate is not None:
             self._wake_gated(gate)
         return list(self.waiting.values())
+
+    def _wake_watched(self, idents: Iterable[str]) -> None:
+        """A reservation gate notices the failures of the gangs it may reserve for (a gang
+        found unfit loses its intent, and a plan skips it), so those must fail when the
+        reference engine (any release wakes every parked gang) would fail them: after a
+        release they wake even beyond their class's wake budget."""
+        for ident in idents:
+            key = self._class_of.get(ident, _NOT_PARKED)
+            if key is _NOT_PARKED or isinstance(key, GatedClass):
+                continue
+            if self._parked_at[ident] != self.freed:
+                gang = self.blocked[ident]
+                self._unpark(ident)
+                self._refresh_waiting(gang)
 
     def parked_for_room(self, ident: str) -> bool:
         """Is ``ident`` parked after failing for room (so it cannot fit before a release or a

@@ -25,7 +25,7 @@ value, the same in every runner.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -184,6 +184,10 @@ class Gate(Protocol):
     def refuses_alike(self, unit: Unit) -> Callable[[GangInfo], bool]:
         """``unit`` was just refused: a test of whether a gang of its failure class, later in
         its order, is sure to be refused too (False when unsure)."""
+
+    def watched(self) -> Iterable[str]:
+        """Gangs whose failures the gate notices: after a release they are woken even beyond
+        their class's wake budget, to fail as the reference engine would fail them."""
 
     def stamp(self) -> Hashable | None:
         """What the gate's refusals depend on besides the unit and the order: a unit it

@@ -155,7 +155,8 @@ class Session:
         """Pending work, best first; gangs in backoff are left out and their retry noted."""
         units: list[Unit] = []
         gate = None if self.gate is None else self.gate.stamp()
-        for gang in self.state.waiting_gangs(self.table, gate):
+        watched = None if self.gate is None else self.gate.watched
+        for gang in self.state.waiting_gangs(self.table, gate, watched):
             units.extend(self.units_of(gang))
         units.sort(key=_order)
         return units
