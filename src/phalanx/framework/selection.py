@@ -40,9 +40,11 @@ _MAX_ROWS = 64
 #: up to this many written rows, each is refreshed alone with the one-row hooks
 _FEW_ROWS = 8
 _MAX_SHAPES = 256
-#: below this many nodes a whole-table vector costs no more than a row refresh (measured:
-#: ``benchmarks/run.py``, 500 nodes), so nothing is kept
-MIN_NODES = 1024
+#: below this many nodes nothing is kept (one node: numpy computes a one-row score as a dot
+#: product, whose last bit may differ from the matrix product's); from two nodes on, the
+#: one-row refresh costs less than a whole-table vector (``benchmarks/run.py``: 8 to 5,000
+#: nodes)
+MIN_NODES = 2
 
 _NONE: Rows = np.zeros(0, dtype=np.intp)
 

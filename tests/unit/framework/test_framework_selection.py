@@ -16,12 +16,12 @@ from phalanx.plugins.nodeorder import Binpack, Spread
 from phalanx.plugins.predicates import Predicates
 
 GPU = "nvidia.com/gpu"
-NODES = selection.MIN_NODES + 37  # not a multiple of 4: the matrix product's tail rows too
+NODES = 1061  # not a multiple of 4: the matrix product's tail rows too
 
 
-def cluster(rng: np.random.Generator) -> ClusterState:
+def cluster(rng: np.random.Generator, nodes: int = NODES) -> ClusterState:
     specs = []
-    for i in range(NODES):
+    for i in range(nodes):
         gpus = int(rng.choice([0, 4000, 8000]))
         cpu = int(rng.choice([16_000, 48_000, 96_000]))
         specs.append(NodeSpec(f"n{i}", {"cpu": cpu, "memory": 256 << 30, "pods": 110, GPU: gpus}))
@@ -45,11 +45,14 @@ def best_of(masked: np.ndarray) -> np.ndarray:
     return np.flatnonzero(masked == top) if top > -np.inf else np.zeros(0, dtype=np.intp)
 
 
+@pytest.mark.parametrize("nodes", [2, 5, 64, NODES])
 @pytest.mark.parametrize("scorer", [Binpack, Spread])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_kept_vectors_equal_the_whole_table_after_placements_and_undos(scorer, seed) -> None:
+def test_kept_vectors_equal_the_whole_table_after_placements_and_undos(
+    scorer, seed, nodes
+) -> None:
     rng = np.random.default_rng(seed)
-    state = cluster(rng)
+    state = cluster(rng, nodes)
     shapes = [
         {"cpu": 8000, "memory": 64 << 30, "pods": 1, GPU: 1000},
         {"cpu": 2000, "memory": 8 << 30, "pods": 1},
@@ -84,7 +87,7 @@ def test_kept_vectors_equal_the_whole_table_after_placements_and_undos(scorer, s
 
 
 def test_small_tables_are_computed_whole_each_time() -> None:
-    specs = [NodeSpec(f"n{i}", {"cpu": 8000, "pods": 110}) for i in range(8)]
+    specs = [NodeSpec(f"n{i}", {"cpu": 8000, "pods": 110}) for i in range(selection.MIN_NODES - 1)]
     state = ClusterState(specs, ResourceIndex())
     s = Session(state, [Predicates(), Binpack()], now=0.0, rng=np.random.default_rng(0))
     assert not s.selector.incremental_scores
