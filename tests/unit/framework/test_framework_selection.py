@@ -48,9 +48,7 @@ def best_of(masked: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("nodes", [2, 5, 64, NODES])
 @pytest.mark.parametrize("scorer", [Binpack, Spread])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_kept_vectors_equal_the_whole_table_after_placements_and_undos(
-    scorer, seed, nodes
-) -> None:
+def test_kept_vectors_equal_the_whole_table_after_placements_and_undos(scorer, seed, nodes) -> None:
     rng = np.random.default_rng(seed)
     state = cluster(rng, nodes)
     shapes = [
