@@ -171,7 +171,9 @@ class Timeline:
         nodes = [slot.node for slot in plan]
         distinct = list(dict.fromkeys(nodes))
         rows = self.free[first:last]
-        if len(distinct) == len(nodes) > 1:
+        if len(distinct) == 1:
+            rows[:, nodes[0]] += sign * _total(plan)
+        elif len(distinct) == len(nodes):
             rows[:, nodes] += sign * np.array([slot.request for slot in plan])
         else:
             for node in distinct:

@@ -126,7 +126,11 @@ class Selector:
         return self._score(pod, feasible)
 
     def _passes(self, plugin: Filter, pod: PodInfo) -> bool:
-        return any(quiet is plugin and quiet.passes_all(pod) for quiet in self.quiet)
+        """Does ``plugin`` say it passes every node for ``pod`` now?"""
+        for quiet in self.quiet:
+            if quiet is plugin:
+                return quiet.passes_all(pod)
+        return False
 
     def _extra(self, pod: PodInfo, within: Mask | None) -> Mask | None:
         """What the filters without row hooks and ``within`` leave (None: every node)."""
@@ -178,7 +182,11 @@ class Selector:
     def _refresh_row(self, shape: _Shape, pod: PodInfo, row: int) -> None:
         """Node ``row``'s verdict and score for the shape, and its best nodes after that."""
         table = self.table
-        feasible = all(plugin.filter_row(table, pod, row) for plugin in self.row_filters)
+        feasible = True
+        for plugin in self.row_filters:
+            if not plugin.filter_row(table, pod, row):
+                feasible = False
+                break
         shape.feasible[row] = feasible
         if shape.scores is None or shape.masked is None:
             return
