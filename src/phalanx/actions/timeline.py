@@ -148,25 +148,51 @@ class Timeline:
         """Take the plan's room over ``[start, end)``; True if that overdrew a node (some
         resource or device below zero where the plan takes it)."""
         first, last = self.row(start), self.row(end)
-        for slot in plan:
-            self._add(first, last, slot, -1)
+        nodes = self._add(first, last, plan, -1)
         if not plan or first >= last:
             return False
-        nodes = [slot.node for slot in plan]
-        overdrawn = np.any(self.free[first:last, nodes] < 0)
-        return bool(overdrawn or np.any(self.gpus[first:last, nodes] < 0))
+        if len(nodes) == 1:  # a gang on one node: plain slices
+            free, gpus = self.free[first:last, nodes[0]], self.gpus[first:last, nodes[0]]
+        else:
+            free, gpus = self.free[first:last, nodes], self.gpus[first:last, nodes]
+        return bool(free.min() < 0 or (gpus.size and gpus.min() < 0))
 
     def give_back(self, start: float, end: float, plan: Plan) -> None:
         first, last = self.row(start), self.row(end)
-        for slot in plan:
-            self._add(first, last, slot, +1)
+        self._add(first, last, plan, +1)
 
-    def _add(self, first: int, last: int, slot: Slot, sign: int) -> None:
+    def _add(self, first: int, last: int, plan: Plan, sign: int) -> list[int]:
+        """Add ``sign`` × each slot's request (and device shares) over rows ``[first, last)``
+        in a few vector operations (a gang's slots often share a node, and its pods a request
+        vector); the distinct nodes touched, in order."""
         self._totals = None
-        self.free[first:last, slot.node] += sign * slot.request
-        if slot.gpus:
-            share = devices.per_device(int(slot.request[self.gpu_col]))
-            self.gpus[first:last, slot.node, list(slot.gpus)] += sign * share
+        if not plan:
+            return []
+        nodes = [slot.node for slot in plan]
+        distinct = list(dict.fromkeys(nodes))
+        rows = self.free[first:last]
+        if len(distinct) == 1:
+            rows[:, nodes[0]] += sign * _total(plan)
+        elif len(distinct) == len(nodes):
+            rows[:, nodes] += sign * np.array([slot.request for slot in plan])
+        else:
+            for node in distinct:
+                rows[:, node] += sign * _total([slot for slot in plan if slot.node == node])
+        shares: dict[tuple[int, int], int] = {}
+        for slot in plan:
+            if slot.gpus:
+                share = sign * devices.per_device(int(slot.request[self.gpu_col]))
+                for device in slot.gpus:
+                    shares[slot.node, device] = shares.get((slot.node, device), 0) + share
+        if (last - first) * len(shares) <= 64:  # a few elements: one by one is cheaper
+            for k in range(first, last):
+                gpus = self.gpus[k]
+                for (node, device), share in shares.items():
+                    gpus[node, device] += share
+        else:
+            where = np.array(list(shares), dtype=np.intp)
+            self.gpus[first:last, where[:, 0], where[:, 1]] += np.array(list(shares.values()))
+        return distinct
 
     def earliest(
         self,
@@ -267,3 +293,11 @@ class Timeline:
                 gpus[node, list(slot.gpus)] -= devices.per_device(milli)
             plan.append(slot)
         return tuple(plan)
+
+
+def _total(plan: Sequence[Slot]) -> Vector:
+    """The sum of the slots' requests (one multiplication when their pods share a vector)."""
+    first = plan[0].request
+    if all(slot.request is first for slot in plan):
+        return first * len(plan) if len(plan) > 1 else first
+    return np.asarray(np.add.reduce([slot.request for slot in plan]), dtype=np.int64)

@@ -75,17 +75,20 @@ def capacity(free: Devices, milli: int) -> npt.NDArray[np.int64]:
 
 def pick(free_row: npt.NDArray[np.int64], milli: int) -> tuple[int, ...]:
     """Devices for the request on one node: the first fully free GPUs for whole GPUs, the
-    fullest GPU that still has room (best fit) for a share; ``()`` if it does not fit."""
+    fullest GPU that still has room (best fit; the first of equals) for a share; ``()`` if it
+    does not fit. In Python integers: a node has a handful of devices."""
     count, each = shape(milli)
     if count == 0:
         return ()
+    free = free_row.tolist()
     if each == WHOLE:
-        whole = np.flatnonzero(free_row == WHOLE)
-        return tuple(int(d) for d in whole[:count]) if whole.size >= count else ()
-    room = np.flatnonzero(free_row >= each)
-    if room.size == 0:
-        return ()
-    return (int(room[np.argmin(free_row[room])]),)
+        whole = [device for device, left in enumerate(free) if left == WHOLE]
+        return tuple(whole[:count]) if len(whole) >= count else ()
+    best = -1
+    for device, left in enumerate(free):
+        if left >= each and (best < 0 or left < free[best]):
+            best = device
+    return () if best < 0 else (best,)
 
 
 def per_device(milli: int) -> int:

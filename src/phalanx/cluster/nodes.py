@@ -37,6 +37,7 @@ be kept until the generation moves.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import count
 
 import numpy as np
@@ -267,6 +268,20 @@ class NodeTable:
                 mask &= devices.fits(self.gpu_free[rows], gpu)
         return mask
 
+    def fits_row(self, request: Vector, row: int) -> bool:
+        """:meth:`fits` for node ``row`` alone, in Python integers (no array is built: the
+        common refresh after a placement, see :mod:`phalanx.framework.selection`)."""
+        needs = _needs(request, self.gpu_col)
+        free = self.free_columns()[row].tolist()
+        for col, amount in needs.amounts:
+            if free[col] < amount:
+                return False
+        if not needs.devices:
+            return True
+        if needs.each == devices.WHOLE:
+            return int(self.whole_free()[row]) >= needs.devices
+        return any(left >= needs.each for left in self.gpu_free[row].tolist())
+
     def capacity_for(self, request: Vector, mask: Mask) -> int:
         """How many pods of shape ``request`` fit, in total, on the nodes of ``mask``."""
         return int(self.capacity_per_node(request, mask).sum())
@@ -314,12 +329,16 @@ class NodeTable:
 
     def _take(self, node: int, gpus: tuple[int, ...], change: int) -> None:
         """Change the free milli-GPU of ``node``'s devices ``gpus`` (distinct) by ``change``;
-        element by element (a fancy-indexed update costs far more for a few devices)."""
+        element by element (a fancy-indexed update costs far more for a few devices), and
+        the node's count of fully free GPUs by the devices that became or ceased to be so."""
         row = self.gpu_free[node]
+        whole = 0
         for device in gpus:
-            row[device] += change
-        if self._whole is not None:
-            self._whole[node] = int(np.count_nonzero(row == devices.WHOLE))
+            before = int(row[device])
+            row[device] = before + change
+            whole += (before + change == devices.WHOLE) - (before == devices.WHOLE)
+        if whole and self._whole is not None:
+            self._whole[node] += whole
 
     def pipeline(self, node: int, request: Vector, sign: int = 1) -> None:
         """Claim (``sign=1``) or give back (``-1``) ``node``'s future free resources."""
@@ -391,6 +410,33 @@ class NodeTable:
             schedulable = ~self.facts.unschedulable
             self._total = saturating_sum(self.allocatable[schedulable])
         return self._total
+
+
+@dataclass(frozen=True, slots=True)
+class _Needs:
+    """What a request asks of one node, as Python integers: ``(column, amount)`` of every
+    resource it requests, and its GPU devices (how many, milli-GPU each)."""
+
+    amounts: tuple[tuple[int, int], ...]
+    devices: int
+    each: int
+
+
+_NEEDS: dict[tuple[bytes, int], _Needs] = {}
+
+
+def _needs(request: Vector, gpu_col: int) -> _Needs:
+    """The request's :class:`_Needs` (cached by its bytes: pods of a gang share a request)."""
+    key = (request.tobytes(), gpu_col)
+    needs = _NEEDS.get(key)
+    if needs is None:
+        if len(_NEEDS) > 4096:
+            _NEEDS.clear()
+        values = request.tolist()
+        amounts = tuple((col, values[col]) for col in np.flatnonzero(request).tolist())
+        number, each = devices.shape(values[gpu_col])
+        needs = _NEEDS[key] = _Needs(amounts, number, each)
+    return needs
 
 
 def _pad(matrix: Matrix, rows: int, cols: int) -> Matrix:

@@ -88,6 +88,11 @@ def smallest_total(requests: npt.NDArray[np.int64], count: int) -> Vector:
         return np.zeros(0, dtype=np.int64)
     if len(requests) == 1 and count >= 1:  # one pod (most gangs of a trace): its request
         return np.array(requests[0], dtype=np.int64)
+    first = requests[0]
+    if count >= 1 and (requests == first).all():  # one template: count times its request
+        taken = min(count, len(requests))
+        if int(first.max()) * taken < 2**62:  # exact in int64, as saturating_sum's sum
+            return np.asarray(first * taken, dtype=np.int64)
     return saturating_sum(np.sort(requests, axis=0)[:count])
 
 

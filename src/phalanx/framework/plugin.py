@@ -100,12 +100,24 @@ class RowFilter(Filter, Protocol):
         """``filter`` for the nodes ``rows`` only: the same verdicts (the session then asks
         only for the rows its placements changed, see :mod:`phalanx.framework.selection`)."""
 
+    def filter_row(self, table: NodeTable, pod: PodInfo, row: int) -> bool:
+        """``filter`` for node ``row`` alone (the common refresh: a placement wrote one row)."""
+
 
 @runtime_checkable
 class RowScore(Score, Protocol):
     def score_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Scores:
         """``score`` of the nodes ``rows`` only, to the last bit; implemented only by scores
         that do not depend on the other nodes or on the feasible mask."""
+
+    def score_row(self, table: NodeTable, pod: PodInfo, row: int) -> float:
+        """``score`` of node ``row`` alone, to the last bit."""
+
+
+@runtime_checkable
+class QuietFilter(Filter, Protocol):
+    def passes_all(self, pod: PodInfo) -> bool:
+        """Would ``filter`` pass every node for ``pod`` now? (Node selection then skips it.)"""
 
 
 @runtime_checkable
@@ -210,6 +222,7 @@ class Hooks:
         self.row_filters = [p for p in self.filters if isinstance(p, RowFilter)]
         self.other_filters = [p for p in self.filters if not isinstance(p, RowFilter)]
         self.row_scores = [p for p in self.scorers if isinstance(p, RowScore)]
+        self.quiet_filters = [p for p in self.other_filters if isinstance(p, QuietFilter)]
         choosers = [p for p in self.scorers if isinstance(p, ChoosesGpus)]
         self.gpu_chooser: ChoosesGpus | None = choosers[0] if choosers else None
         self.observers = [p for p in plugins if isinstance(p, ObservesPlacements)]

@@ -241,12 +241,10 @@ class Session:
         """The best feasible node for ``pod`` (among ``within``, if given); ties are broken by
         the session's seeded RNG, lowest node first among the tied."""
         if self.selector.incremental_scores and self.scorers:
-            # kept scores are finite: the best of the feasible ones, without a gather
-            masked = self.selector.masked(pod, within)
-            top = masked.max()
-            if top == -np.inf:
+            # kept scores are finite: the best of the feasible ones, kept per pod shape
+            best = self.selector.best(pod, within)
+            if best.size == 0:
                 return None
-            best = np.flatnonzero(masked == top)
         else:
             feasible = self.feasible(pod)
             if within is not None:

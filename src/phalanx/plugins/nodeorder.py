@@ -15,6 +15,7 @@ GPU-only pod), over whatever it requests with weight 1.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,7 +29,15 @@ DEFAULT_BINPACK_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1, "nvidia.com
 DEFAULT_SPREAD_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1}
 
 
-_Weights = tuple[np.ndarray, np.ndarray]
+@dataclass(slots=True)
+class _Weights:
+    """A request's weighted columns: as arrays (whole-table scores), as Python pairs (one
+    row's score), and a memo of one row's utilisation → its weighted score."""
+
+    cols: np.ndarray  # intp
+    w: np.ndarray  # float64
+    pairs: tuple[tuple[int, int], ...]  # (column, the pod's request there)
+    memo: dict[tuple[float, ...], float] = field(default_factory=dict)
 
 
 def _weights(
@@ -37,10 +46,13 @@ def _weights(
     weights: Mapping[str, int],
     gpu_weight: int,
     cache: dict[bytes, _Weights],
+    *,
+    fallback: bool = False,
 ) -> _Weights:
     """The columns the pod requests that carry a weight, and those weights; a GPU resource
-    not named in ``weights`` (e.g. ``amd.com/gpu``) weighs ``gpu_weight``. Cached per
-    request (columns keep their names while the index grows)."""
+    not named in ``weights`` (e.g. ``amd.com/gpu``) weighs ``gpu_weight``. With
+    ``fallback``, a pod requesting none of them gets every resource it requests but pods, each
+    of weight 1. Cached per request (columns keep their names while the index grows)."""
     key = pod.request.tobytes()
     found = cache.get(key)
     if found is not None:
@@ -55,8 +67,16 @@ def _weights(
         return weights.get(name, gpu_weight if is_gpu(name) else 0)
 
     cols = [c for c in requested if weight(c) > 0]
-    w = [weight(c) for c in cols]
-    found = cache[key] = (np.array(cols, dtype=np.intp), np.array(w, dtype=np.float64))
+    w = [float(weight(c)) for c in cols]
+    if fallback and not cols:
+        cols = [c for c in np.flatnonzero(pod.request[: len(names)]).tolist() if names[c] != "pods"]
+        w = [1.0] * len(cols)
+    amounts = pod.request.tolist()
+    found = cache[key] = _Weights(
+        np.array(cols, dtype=np.intp),
+        np.array(w, dtype=np.float64),
+        tuple((c, amounts[c]) for c in cols),
+    )
     return found
 
 
@@ -96,6 +116,38 @@ def _weighted(utilisation: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.asarray(100.0 * product / w.sum(), np.float64)
 
 
+_LOW, _HIGH = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
+def _row_score(table: NodeTable, weights: _Weights, row: int, *, spare: bool) -> float:
+    """One node's weighted score in Python floats, the same to the last bit as the vector
+    hooks': utilisation ``(requested + request) / allocatable`` per column (int64 arithmetic,
+    then one float division, clipped to [0, 1]; 1 where nothing is allocatable), ``1 - u``
+    with ``spare`` (spread); the weighted sum is the vector hooks' own, kept per utilisation
+    (a cluster has few distinct usage levels)."""
+    alloc = table.allocatable[row].tolist()
+    free = table.free_columns()[row].tolist()
+    values = []
+    for col, amount in weights.pairs:
+        total = alloc[col]
+        if total > 0:
+            used = total - free[col] + amount
+            if not _LOW <= used <= _HIGH:  # as int64 arithmetic wraps around
+                used = (used - _LOW) % (1 << 64) + _LOW
+            frac = min(max(float(used) / float(total), 0.0), 1.0)
+        else:
+            frac = 1.0
+        values.append(1.0 - frac if spare else frac)
+    key = tuple(values)
+    score = weights.memo.get(key)
+    if score is None:
+        if len(weights.memo) > 65536:
+            weights.memo.clear()
+        row_matrix = np.array([key], dtype=np.float64)
+        score = weights.memo[key] = float(_weighted(row_matrix, weights.w)[0])
+    return score
+
+
 class Binpack:
     name = "binpack"
 
@@ -109,17 +161,22 @@ class Binpack:
         return cls(context.weight, context.resources)
 
     def score(self, table: NodeTable, pod: PodInfo, feasible: Mask) -> Scores:
-        cols, w = _weights(table, pod, self.weights, 10, self._cache)
-        if cols.size == 0:
+        found = _weights(table, pod, self.weights, 10, self._cache)
+        if found.cols.size == 0:
             return np.zeros(len(table), dtype=np.float64)
-        return _weighted(_utilisation(table, pod, cols), w)
+        return _weighted(_utilisation(table, pod, found.cols), found.w)
 
     def score_rows(self, table: NodeTable, pod: PodInfo, rows: Rows) -> Scores:
         """:meth:`score` of the nodes ``rows`` only, to the last bit."""
-        cols, w = _weights(table, pod, self.weights, 10, self._cache)
-        if cols.size == 0:
+        found = _weights(table, pod, self.weights, 10, self._cache)
+        if found.cols.size == 0:
             return np.zeros(rows.size, dtype=np.float64)
-        return _weighted(_utilisation(table, pod, cols, rows), w)
+        return _weighted(_utilisation(table, pod, found.cols, rows), found.w)
+
+    def score_row(self, table: NodeTable, pod: PodInfo, row: int) -> float:
+        """:meth:`score` of node ``row`` alone, to the last bit."""
+        found = _weights(table, pod, self.weights, 10, self._cache)
+        return _row_score(table, found, row, spare=False) if found.pairs else 0.0
 
 
 class Spread:
@@ -141,13 +198,14 @@ class Spread:
         """:meth:`score` of the nodes ``rows`` only, to the last bit."""
         return self._score(table, pod, rows)
 
+    def score_row(self, table: NodeTable, pod: PodInfo, row: int) -> float:
+        """:meth:`score` of node ``row`` alone, to the last bit."""
+        found = _weights(table, pod, self.weights, 0, self._cache, fallback=True)
+        return _row_score(table, found, row, spare=True) if found.pairs else 0.0
+
     def _score(self, table: NodeTable, pod: PodInfo, rows: Rows | None) -> Scores:
-        cols, w = _weights(table, pod, self.weights, 0, self._cache)
-        if cols.size == 0:
-            cols = np.flatnonzero(pod.request[: len(table.index)])
-            cols = np.array([c for c in cols if table.index.names[c] != "pods"], dtype=np.intp)
-            w = np.ones(cols.size, dtype=np.float64)
+        found = _weights(table, pod, self.weights, 0, self._cache, fallback=True)
         size = len(table) if rows is None else rows.size
-        if cols.size == 0:
+        if found.cols.size == 0:
             return np.zeros(size, dtype=np.float64)
-        return _weighted(1.0 - _utilisation(table, pod, cols, rows), w)
+        return _weighted(1.0 - _utilisation(table, pod, found.cols, rows), found.w)

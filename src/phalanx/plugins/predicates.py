@@ -5,7 +5,8 @@ required node affinity, has no NoSchedule/NoExecute taint the pod does not toler
 room on every resource the pod requests (``pods`` included, so the pod-count limit is just
 another resource). The static part is cached per placement; the resource part is one
 comparison over the columns the pod requests. ``filter_rows`` gives the same verdict for a few
-nodes, so a session can refresh only the rows its placements changed.
+nodes and ``filter_row`` for one (in Python integers), so a session can refresh only the rows
+its placements changed.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ class Predicates:
             return np.zeros(rows.size, dtype=bool)
         static = self.static(table.facts, pod.spec.placement)[rows]
         return np.asarray(static & table.fits_rows(pod.request, rows), dtype=bool)
+
+    def filter_row(self, table: NodeTable, pod: PodInfo, row: int) -> bool:
+        """:meth:`filter` for node ``row`` alone (a placement wrote one row)."""
+        if pod.invalid or not self.static(table.facts, pod.spec.placement)[row]:
+            return False
+        return table.fits_row(pod.request, row)
 
     def rejections(self, table: NodeTable, pod: PodInfo) -> list[tuple[str, Mask]]:
         """Each node is charged to the first check it fails, resources last (all of them)."""

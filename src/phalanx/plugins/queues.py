@@ -210,6 +210,10 @@ class Queues:
         """With no room held, every node passes whatever the pod (see ``framework.explain``)."""
         return not self.book.holds
 
+    def passes_all(self, pod: PodInfo) -> bool:
+        """With no room held, every node passes whatever the pod."""
+        return not self.book.holds
+
     def filter(self, table: NodeTable, pod: PodInfo) -> Mask:
         mask = np.ones(len(table), dtype=bool)
         if not self.book.holds:
