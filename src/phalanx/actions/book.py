@@ -6,10 +6,13 @@ reservation — in ``easy`` mode the first ``depth`` of each queue that cannot s
 are at least ``min_gpus`` GPUs) plus the aged gangs (at most ``max_aged`` per queue); in
 ``conservative`` mode every waiting gang — is *carved* into the ``view`` at the earliest time
 it fits, on the nodes it would use then. One of them that fits now is carved too, as an
-*intent*, so the reservations behind it account for it.
+*intent*, so the reservations behind it account for it; one that fits now only on paper
+(parked for room, found unfit this cycle, or in a timeout backoff) is reserved instead from the
+next time room comes back (or its backoff ends).
 
 **Cost follows change.** The carves are kept while their inputs hold. The plan is made again
-only when it must be: a start or an overrun that overdraws the view (``invalid``), an end that
+only when it must be: a start or an overrun that overdraws the view, the start of a reserved
+gang (the next of its queue may hold a reservation) (``invalid``), an end that
 gives room back (``stale``: reservations may move earlier; re-planned when a gate decision or
 a due reservation needs it), a gang the plan would pick arriving or aging. A start that uses
 room no reservation needs (backfill) changes nothing.
@@ -228,7 +231,13 @@ class Book:
                 or who.gang.ident in self.unfit
                 or session.state.parked_for_room(who.gang.ident)
             ):
-                continue  # in a timeout backoff, or found no room now (filters, topology)
+                # in a timeout backoff, or found no room now (filters, topology, or room a
+                # unit being admitted takes): no intent now, a reservation when room comes
+                # back (or its backoff ends)
+                found = self._later(who)
+                if found is None:
+                    continue
+                start, plan = found
             if start > now:
                 heads[who.queue] = held + 1
             self._carve(Carve(who, start, plan, intent=start <= now))
@@ -237,6 +246,17 @@ class Book:
                 carve.who.told = None  # no longer reserved: tell its start again
         if _carving(self.carved) != was:
             self.epoch += 1
+
+    def _later(self, who: Candidate) -> tuple[float, Plan] | None:
+        """The earliest start of ``who`` after now (and after its timeout backoff)."""
+        assert self.view is not None
+        after = self.now
+        if who.gang.backoff_until > self.now:
+            self.view.row(who.gang.backoff_until)
+            after = math.nextafter(who.gang.backoff_until, -math.inf)
+        return self.view.earliest(
+            who.requests, who.masks, who.duration, after=after, domains=who.domains
+        )
 
     def _carve(self, carve: Carve) -> None:
         assert self.view is not None
@@ -323,6 +343,8 @@ class Book:
         duration = self._duration(unit, own)
         if own is not None:
             self._uncarve(own)
+            # the picks changed: the next gang of its queue may now hold a reservation
+            self.invalid |= not own.intent
         self.begun.add(gang.ident)
         self.waiters.drop(gang.ident)
         self.refused.clear()
