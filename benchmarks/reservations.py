@@ -53,6 +53,7 @@ EASY = {
     "aging-cap": "off",
     "head-wait": "0s",
     "quantile": "0.8",
+    "big-first": "false",
 }
 
 

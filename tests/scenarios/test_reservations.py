@@ -166,6 +166,24 @@ def test_a_head_parked_for_room_is_reserved_when_room_comes_back(tmp_path: Path)
     assert [got[f"h{i}"] for i in range(1, 5)] == [350, 400, 450, 500]
 
 
+def test_big_first_keeps_an_older_backlog_off_a_big_gangs_reservation(tmp_path: Path) -> None:
+    """4 GPUs held by r until 100; s1..s3 (1 GPU, 300 s each) wait, then the big gang b (4 GPUs,
+    50 s) arrives and is reserved at 100. The older s's rank ahead of b: without ``big-first``
+    they start at 100 and b waits for them (400); with it b ranks first, starts at its
+    reservation and the s's follow at 150."""
+    text = (
+        nodes(4)
+        + gang("r", 4, at=0, runs=100, estimate=100)
+        + "".join(gang(f"s{i}", 1, at=i, runs=300, estimate=300) for i in (1, 2, 3))
+        + gang("b", 4, at=5, runs=50, estimate=50)
+    )
+    heads = "reserve:mode=easy:aging=off:min-gpus=4"
+    plain, _ = run(tmp_path, text, (heads + ":big-first=false", "allocate"))
+    assert starts(plain) == {"r": 0, "s1": 100, "s2": 100, "s3": 100, "b": 400}
+    first, _ = run(tmp_path, text, (heads + ":big-first=true", "allocate"))
+    assert starts(first) == {"r": 0, "s1": 150, "s2": 150, "s3": 150, "b": 100}
+
+
 def test_aging_cap_ages_a_long_gang_at_the_cap(tmp_path: Path) -> None:
     """a ages after max(10 s, 100 × its 100 s estimate): never, unless the relative part is
     capped at 50 s; aged at 51 it is reserved at 100, so c (until 360) no longer starts at 60."""

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from phalanx.actions.candidates import (
+    GROWTH,
+    OTHER,
     Candidate,
     Rank,
     Settings,
@@ -174,19 +176,20 @@ class Book:
         """Would the gate refuse a gang as it refused ``unit``? A gang of ``unit``'s class
         (same pending shapes, so placed alike) later in the order ranks after it, so every
         carve ahead of ``unit`` is ahead of it too; if it also runs at least as long, it
-        delays them at least as much. Not so sure when it holds a carve, has aged while
-        ``unit`` has not (it may rank first) or holds room from a preemption."""
+        delays them at least as much. Not so sure when it holds a carve, ranks in a tier
+        before ``unit``'s (aged, or big with ``big_first``: it may rank first) or holds room
+        from a preemption."""
         assert self.session is not None
         carved, by_ident = self.carved, self.waiters.by_ident
         holds = self.session.state.queues.holds
         first = by_ident.get(unit.gang.ident)
-        first_aged = first is not None and first.aged
+        first_tier = OTHER if first is None else first.tier
         refused = self._duration(unit, carved.get(unit.gang.ident))
 
         def alike(gang: GangInfo) -> bool:
             ident = gang.ident
             who = by_ident.get(ident)
-            if who is None or ident in carved or ident in holds or (who.aged and not first_aged):
+            if who is None or ident in carved or ident in holds or who.tier < first_tier:
                 return False
             estimate = who.estimate
             return (math.inf if estimate is None else estimate.seconds) >= refused
@@ -371,9 +374,9 @@ class Book:
         (it is optional: it never takes what a reservation needs)."""
         assert self.session is not None
         if unit.gang.ready():
-            return rank_of(self.session, unit, False, growth=True)
+            return rank_of(self.session, unit, GROWTH)
         who = self.waiters.by_ident.get(unit.gang.ident)
-        return rank_of(self.session, unit, who is not None and who.aged)
+        return rank_of(self.session, unit, OTHER if who is None else who.tier)
 
     def _duration(self, unit: Unit, own: Carve | None) -> float:
         if own is not None:
