@@ -12,7 +12,8 @@ next time room comes back (or its backoff ends).
 
 **Cost follows change.** The carves are kept while their inputs hold. The plan is made again
 only when it must be: a start or an overrun that overdraws the view, the start of a reserved
-gang (the next of its queue may hold a reservation) (``invalid``), an end that
+gang or of an intent in a queue short of ``depth`` reservations (the next of its queue may hold
+one) (``invalid``), an end that
 gives room back (``stale``: reservations may move earlier; re-planned when a gate decision or
 a due reservation needs it), a gang the plan would pick arriving or aging. A start that uses
 room no reservation needs (backfill) changes nothing.
@@ -347,7 +348,7 @@ class Book:
         if own is not None:
             self._uncarve(own)
             # the picks changed: the next gang of its queue may now hold a reservation
-            self.invalid |= not own.intent
+            self.invalid |= not own.intent or self._short_of_heads(own.who.queue)
         self.begun.add(gang.ident)
         self.waiters.drop(gang.ident)
         self.refused.clear()
@@ -361,6 +362,12 @@ class Book:
         if aged:
             window = duration if math.isfinite(duration) else self.settings.aging or 0.0
             self.shields[gang.ident] = self.now + window
+
+    def _short_of_heads(self, queue: str) -> bool:
+        """Does ``queue`` hold fewer reservations than ``depth`` (its picks may all have
+        fitted now, as intents, leaving the gangs behind them unseen)?"""
+        held = sum(1 for c in self.carved.values() if not c.intent and c.who.queue == queue)
+        return held < self.settings.depth
 
     def failed(self, unit: Unit) -> None:
         self.unfit.add(unit.gang.ident)
