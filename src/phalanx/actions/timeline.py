@@ -186,9 +186,10 @@ class Timeline:
         need = np.sum(requests, axis=0) if requests else np.zeros(self.free.shape[2], np.int64)
         bad = np.concatenate(([0], np.cumsum(np.any(self._totals < need, axis=1))))
         times = np.asarray(self.times)
-        starts = np.arange(len(times))[(times <= until) & (times > after)]
-        ends = np.maximum(np.searchsorted(times, times[starts] + duration), starts + 1)
-        windows = starts[bad[ends] == bad[starts]]
+        rows = np.arange(len(times))
+        ends = np.maximum(np.searchsorted(times, times + duration), rows + 1)  # per row
+        starts = rows[(times <= until) & (times > after)]
+        windows = starts[bad[ends[starts]] == bad[starts]]
         if len(windows) > 1:
             windows = self._with_a_node(windows, ends, requests, masks)
         for k in windows.tolist():
