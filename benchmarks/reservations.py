@@ -53,6 +53,7 @@ EASY = {
     "aging-cap": "off",
     "head-wait": "0s",
     "quantile": "0.8",
+    "big-first": "false",
 }
 
 
@@ -77,6 +78,10 @@ RULES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "easy-16gpu-aged1-4x": reserve(min_gpus="16", aging="1h", aging_factor="4", max_aged="1"),
     "easy-33gpu-aged1-4x": reserve(min_gpus="33", aging="1h", aging_factor="4", max_aged="1"),
     "easy-33gpu-aged1-3x": reserve(min_gpus="33", aging="1h", aging_factor="3", max_aged="1"),
+    "easy-33gpu-first": reserve(min_gpus="33", big_first="true"),
+    "easy-33gpu-first-aged1-3x": reserve(
+        min_gpus="33", aging="1h", aging_factor="3", max_aged="1", big_first="true"
+    ),
     "aged1-3x": reserve(min_gpus="1e9", aging="1h", aging_factor="3", max_aged="1"),
     "aged1-1h": reserve(min_gpus="1e9", aging="1h", max_aged="1"),
     "aged-all-1h": reserve(min_gpus="1e9", aging="1h"),

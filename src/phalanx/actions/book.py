@@ -6,10 +6,14 @@ reservation — in ``easy`` mode the first ``depth`` of each queue that cannot s
 are at least ``min_gpus`` GPUs) plus the aged gangs (at most ``max_aged`` per queue); in
 ``conservative`` mode every waiting gang — is *carved* into the ``view`` at the earliest time
 it fits, on the nodes it would use then. One of them that fits now is carved too, as an
-*intent*, so the reservations behind it account for it.
+*intent*, so the reservations behind it account for it; one that fits now only on paper
+(parked for room, found unfit this cycle, or in a timeout backoff) is reserved instead from the
+next time room comes back (or its backoff ends).
 
 **Cost follows change.** The carves are kept while their inputs hold. The plan is made again
-only when it must be: a start or an overrun that overdraws the view (``invalid``), an end that
+only when it must be: a start or an overrun that overdraws the view, the start of a reserved
+gang or of an intent in a queue short of ``depth`` reservations (the next of its queue may hold
+one) (``invalid``), an end that
 gives room back (``stale``: reservations may move earlier; re-planned when a gate decision or
 a due reservation needs it), a gang the plan would pick arriving or aging. A start that uses
 room no reservation needs (backfill) changes nothing.
@@ -41,6 +45,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from phalanx.actions.candidates import (
+    GROWTH,
+    OTHER,
     Candidate,
     Rank,
     Settings,
@@ -171,19 +177,20 @@ class Book:
         """Would the gate refuse a gang as it refused ``unit``? A gang of ``unit``'s class
         (same pending shapes, so placed alike) later in the order ranks after it, so every
         carve ahead of ``unit`` is ahead of it too; if it also runs at least as long, it
-        delays them at least as much. Not so sure when it holds a carve, has aged while
-        ``unit`` has not (it may rank first) or holds room from a preemption."""
+        delays them at least as much. Not so sure when it holds a carve, ranks in a tier
+        before ``unit``'s (aged, or big with ``big_first``: it may rank first) or holds room
+        from a preemption."""
         assert self.session is not None
         carved, by_ident = self.carved, self.waiters.by_ident
         holds = self.session.state.queues.holds
         first = by_ident.get(unit.gang.ident)
-        first_aged = first is not None and first.aged
+        first_tier = OTHER if first is None else first.tier
         refused = self._duration(unit, carved.get(unit.gang.ident))
 
         def alike(gang: GangInfo) -> bool:
             ident = gang.ident
             who = by_ident.get(ident)
-            if who is None or ident in carved or ident in holds or (who.aged and not first_aged):
+            if who is None or ident in carved or ident in holds or who.tier < first_tier:
                 return False
             estimate = who.estimate
             return (math.inf if estimate is None else estimate.seconds) >= refused
@@ -233,7 +240,13 @@ class Book:
                 or who.gang.ident in self.unfit
                 or session.state.parked_for_room(who.gang.ident)
             ):
-                continue  # in a timeout backoff, or found no room now (filters, topology)
+                # in a timeout backoff, or found no room now (filters, topology, or room a
+                # unit being admitted takes): no intent now, a reservation when room comes
+                # back (or its backoff ends)
+                found = self._later(who)
+                if found is None:
+                    continue
+                start, plan = found
             if start > now:
                 heads[who.queue] = held + 1
             self._carve(Carve(who, start, plan, intent=start <= now))
@@ -242,6 +255,17 @@ class Book:
                 carve.who.told = None  # no longer reserved: tell its start again
         if _carving(self.carved) != was:
             self.epoch += 1
+
+    def _later(self, who: Candidate) -> tuple[float, Plan] | None:
+        """The earliest start of ``who`` after now (and after its timeout backoff)."""
+        assert self.view is not None
+        after = self.now
+        if who.gang.backoff_until > self.now:
+            self.view.row(who.gang.backoff_until)
+            after = math.nextafter(who.gang.backoff_until, -math.inf)
+        return self.view.earliest(
+            who.requests, who.masks, who.duration, after=after, domains=who.domains
+        )
 
     def _carve(self, carve: Carve) -> None:
         assert self.view is not None
@@ -328,6 +352,8 @@ class Book:
         duration = self._duration(unit, own)
         if own is not None:
             self._uncarve(own)
+            # the picks changed: the next gang of its queue may now hold a reservation
+            self.invalid |= not own.intent or self._short_of_heads(own.who.queue)
         self.begun.add(gang.ident)
         self.waiters.drop(gang.ident)
         self.refused.clear()
@@ -342,6 +368,12 @@ class Book:
             window = duration if math.isfinite(duration) else self.settings.aging or 0.0
             self.shields[gang.ident] = self.now + window
 
+    def _short_of_heads(self, queue: str) -> bool:
+        """Does ``queue`` hold fewer reservations than ``depth`` (its picks may all have
+        fitted now, as intents, leaving the gangs behind them unseen)?"""
+        held = sum(1 for c in self.carved.values() if not c.intent and c.who.queue == queue)
+        return held < self.settings.depth
+
     def failed(self, unit: Unit) -> None:
         self.unfit.add(unit.gang.ident)
         own = self.carved.get(unit.gang.ident)
@@ -354,9 +386,9 @@ class Book:
         (it is optional: it never takes what a reservation needs)."""
         assert self.session is not None
         if unit.gang.ready():
-            return rank_of(self.session, unit, False, growth=True)
+            return rank_of(self.session, unit, GROWTH)
         who = self.waiters.by_ident.get(unit.gang.ident)
-        return rank_of(self.session, unit, who is not None and who.aged)
+        return rank_of(self.session, unit, OTHER if who is None else who.tier)
 
     def _duration(self, unit: Unit, own: Carve | None) -> float:
         if own is not None:

@@ -2,9 +2,11 @@
 
 A gang needs ``min_member`` placed members, role minimums first; a ready gang with extra
 pending members (elastic growth) is not waiting. A :class:`Candidate` holds what it needs
-(pods, where they may go), its estimate and, while it is planned, its rank: gangs past their
-aging threshold first, then the others, each in the session's own order (queues' fair shares,
-priority, then FIFO).
+(pods, where they may go), its estimate and, while it is planned, its rank: with ``big_first``
+the big gangs EASY reserves for (below) first, then gangs past their aging threshold, then the
+others, each in the session's own order (queues' fair shares, priority, then FIFO). Without
+``big_first`` a big gang's reservation binds only the gangs behind it in that order, so an older
+backlog of small gangs may take its room and move it later at every re-plan.
 
 :class:`Waiters` keeps the candidates incrementally (cost follows change): new gangs are found
 at the end of the state's gang table (new gangs are appended there), a gang short of members
@@ -50,6 +52,7 @@ class Settings:
     aging_cap: float | None = None  # the relative part of aging at most this (None: no cap)
     head_wait: float = 0.0  # easy: a big gang is reserved for once it has waited this long
     quantile: float = 0.8  # learned estimates: this quantile of a shape's observed runtimes
+    big_first: bool = False  # easy: the big gangs (``min_gpus``) rank before the aged ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,7 @@ class Candidate:
     seq: int  # arrival order among candidates
     ages_at: float  # when it ages (∞: never)
     aged: bool = False
+    big: bool = False  # listed for a head reservation, ranked first (``big_first``)
     gone: bool = False
     rank: Rank = ()
     told: tuple[float | None, str] | None = None  # the expected start last given, and why
@@ -119,8 +123,14 @@ class Candidate:
     def static_key(self) -> tuple[float, ...]:
         return (-self.gang.priority, self.gang.created, self.seq)
 
+    @property
+    def tier(self) -> float:
+        """Its tier among reservations: a big gang with ``big_first`` first, then the aged
+        gangs, then the others."""
+        return BIG if self.big else AGED if self.aged else OTHER
+
     def rank_in(self, session: Session) -> Rank:
-        return rank_of(session, Unit.of_gang(self.gang, self.needs.pending), self.aged)
+        return rank_of(session, Unit.of_gang(self.gang, self.needs.pending), self.tier)
 
 
 class Waiters:
@@ -212,6 +222,7 @@ class Waiters:
         return self._list_big(who)
 
     def _list_big(self, who: Candidate) -> bool:
+        who.big = self.settings.big_first and self.settings.mode == "easy"
         listed = self._big.setdefault(who.queue, [])
         bisect.insort(listed, (who.static_key(), who), key=_first)
         return True
@@ -315,16 +326,20 @@ def _made(estimates: Estimates, gang: GangInfo) -> tuple[int, int, int]:
     return (estimates.version(gang), id(gang.spec), len(gang.members))
 
 
-def rank_of(session: Session, unit: Unit, aged: bool, *, growth: bool = False) -> Rank:
-    """A unit's rank among reservations: the session's order, where a gang past its aging
-    threshold goes before the others of its queue (after the queues' fair-share order, before
-    priority); elastic growth of a ready gang goes after every waiting gang of its queue."""
+#: Tiers of the rank (see ``rank_of``)
+BIG, AGED, OTHER, GROWTH = -1.0, 0.0, 1.0, 2.0
+
+
+def rank_of(session: Session, unit: Unit, tier: float) -> Rank:
+    """A unit's rank among reservations: the session's order, where ``tier`` goes after the
+    queues' fair-share order, before priority: a big gang with ``big_first`` (``BIG``) before a
+    gang past its aging threshold (``AGED``) before the others of its queue (``OTHER``); elastic
+    growth of a ready gang (``GROWTH``) after every waiting gang of its queue."""
     table = session.table
     parts = [plugin.order_key(unit, table) for plugin in session.orders]
     head: tuple[float, ...] = ()
     if session.orders and getattr(session.orders[0], "name", "") in QUEUE_ORDERS:
         head = parts.pop(0)
-    tier = 2.0 if growth else 0.0 if aged else 1.0
     return (*head, tier, *(x for part in parts for x in part), unit.seq)
 
 

@@ -16,8 +16,9 @@ aged either way) is *protected* (:meth:`~phalanx.actions.book.Book.protected`) f
 estimated runtime (without one, the aging threshold), so that the gangs it waited behind do
 not take it back at once and start its starvation again.
 While protected, the gang is never taken whole (``shielded``) by a preemptor that has not
-aged itself, whatever its priority: only aged gangs rank ahead of an aged reservation in its
-queue, and of those, the action's own rule picks (``preempt``: a strictly higher priority;
+aged itself, whatever its priority (a big gang ranked first by ``big-first`` included: it ranks
+ahead of the aged reservations, but has not waited for its turn as this gang did); an aged
+preemptor may take it under the action's own rule (``preempt``: a strictly higher priority;
 ``reclaim``: a queue further below its share). Its elastic surplus stays a victim, as growth
 ranks after every reservation. Protection is part of an attempt's victim class, and its ends
 are wake-ups (``shield_ends``), so attempts known to fail are tried again when it lapses.

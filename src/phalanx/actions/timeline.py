@@ -201,19 +201,21 @@ class Timeline:
         duration: float,
         *,
         until: float = math.inf,
+        after: float = -math.inf,
         domains: Sequence[Mask | None] = (),
     ) -> tuple[float, Plan] | None:
-        """The first time (no later than ``until``) from which the pods fit for ``duration``
-        seconds, and where (inside one of ``domains``, the first that holds them then, if
-        any are given); ``None`` if they never do on this timeline."""
+        """The first time (later than ``after``, no later than ``until``) from which the pods
+        fit for ``duration`` seconds, and where (inside one of ``domains``, the first that
+        holds them then, if any are given); ``None`` if they never do on this timeline."""
         if self._totals is None:
             self._totals = np.maximum(self.free, 0).sum(axis=1)
         need = np.sum(requests, axis=0) if requests else np.zeros(self.free.shape[2], np.int64)
         bad = np.concatenate(([0], np.cumsum(np.any(self._totals < need, axis=1))))
         times = np.asarray(self.times)
-        starts = np.arange(len(times))[times <= until]
-        ends = np.maximum(np.searchsorted(times, times[starts] + duration), starts + 1)
-        windows = starts[bad[ends] == bad[starts]]
+        rows = np.arange(len(times))
+        ends = np.maximum(np.searchsorted(times, times + duration), rows + 1)  # per row
+        starts = rows[(times <= until) & (times > after)]
+        windows = starts[bad[ends[starts]] == bad[starts]]
         if len(windows) > 1:
             windows = self._with_a_node(windows, ends, requests, masks)
         for k in windows.tolist():

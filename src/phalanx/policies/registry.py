@@ -78,11 +78,19 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 
 #: phalanx's default reservation rule (chosen from measurements: benchmarks/README.md,
 #: "Reservations and backfill"): EASY backfill, a reservation for the head of each queue if it
-#: is at least ``min_gpus`` GPUs (more than 32), and for the oldest ``max_aged`` gang of each
-#: queue that has waited ``max(aging, aging_factor × its estimate)`` (1 h, 3 ×); learned
-#: estimates are the median of the shape's runtimes.
+#: is at least ``min_gpus`` GPUs (more than 32), ranked before every other gang of its queue
+#: (``big_first``), and for the oldest ``max_aged`` gang of each queue that has waited
+#: ``max(aging, aging_factor × its estimate)`` (1 h, 3 ×); learned estimates are the median of
+#: the shape's runtimes.
 RESERVE = Settings(
-    "easy", depth=1, aging=3600.0, min_gpus=33.0, aging_factor=3.0, max_aged=1, quantile=0.5
+    "easy",
+    depth=1,
+    aging=3600.0,
+    min_gpus=33.0,
+    aging_factor=3.0,
+    max_aged=1,
+    quantile=0.5,
+    big_first=True,
 )
 
 ACTIONS: dict[str, Callable[[], Action]] = {
@@ -120,8 +128,8 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
 
     ``reserve`` takes its settings after colons, e.g. ``reserve:mode=easy:aging=2h:min-gpus=16``
     (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``aging-factor``, ``max-aged``,
-    ``aging-cap``, ``head-wait``, ``quantile``; unset ones keep ``reserve``'s default;
-    ``aging=off``, ``max-aged=all``, ``aging-cap=off``).
+    ``aging-cap``, ``head-wait``, ``quantile``, ``big-first``; unset ones keep ``reserve``'s
+    default; ``aging=off``, ``max-aged=all``, ``aging-cap=off``, ``big-first=true|false``).
     """
     actions: list[Action] = []
     for name in names:
@@ -165,6 +173,7 @@ _FIELDS = {
     "aging-cap": "aging_cap",
     "head-wait": "head_wait",
     "quantile": "quantile",
+    "big-first": "big_first",
 }
 
 
@@ -177,6 +186,10 @@ def _parse(key: str, value: str) -> object:
         return None if value in ("off", "none") else parse_duration(value)
     if key == "head-wait":
         return parse_duration(value)
+    if key == "big-first":
+        if value not in ("true", "false"):
+            raise ValueError(f"big-first is true or false, not {value!r}")
+        return value == "true"
     if key == "max-aged":
         return None if value in ("all", "none") else int(value)
     return float(value)

@@ -61,7 +61,7 @@ def test_reserve_takes_its_settings_after_colons() -> None:
     expected = replace(RESERVE, mode="conservative", depth=2, aging=None, min_gpus=16.0)
     assert action.settings == expected
     spec = "reserve:aging-cap=2d:head-wait=30m:quantile=0.8:aging-factor=2:max-aged=all:min-gpus=0"
-    (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
+    (action,) = Scheduler(get_policy("phalanx"), actions=[spec + ":big-first=false"]).actions
     assert isinstance(action, Reserve)
     assert action.settings == replace(
         RESERVE,
@@ -71,9 +71,10 @@ def test_reserve_takes_its_settings_after_colons() -> None:
         aging_cap=2 * 86400.0,
         head_wait=1800.0,
         quantile=0.8,
+        big_first=False,
     )
     bad_specs = ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1")
-    for bad in (*bad_specs, "reserve:quantile=0", "reserve:head-wait=off"):
+    for bad in (*bad_specs, "reserve:quantile=0", "reserve:head-wait=off", "reserve:big-first=1"):
         with pytest.raises(InputError, match="reserve"):
             Scheduler(get_policy("phalanx"), actions=[bad])
     with pytest.raises(InputError, match="takes no options"):
