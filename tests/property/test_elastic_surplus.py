@@ -8,7 +8,7 @@ members above it (its *surplus*) are optional. Growth ranks after every reservat
 1. Growth: on one node, gangs of one priority and estimates that are never too short
    (nothing overruns), a gang told "reserved: ... at X" at t that has not started by X is
    never kept out by members grown since t: they would not hold room it needs at X unless
-   a gang ranked ahead of it started meanwhile.
+   a gang ranked ahead of it started meanwhile (before it would have ended).
 2. Victims: on one node (two priorities, 1-GPU pods), a preemption never evicts a whole gang
    while the surplus members of the gangs it may take (lower priority, running), with the
    room free then, would have held the preemptor's minimum. Not checked when another
@@ -43,7 +43,9 @@ def held_after(events: list[dict[str, Any]], at: float) -> dict[str, dict[str, A
 def blocked_by_growth(case: Case, events: list[dict[str, Any]]) -> list[str]:
     """Reservations (``reserved: ... at X``, told at t) that started after X, where the
     members grown since t and still there at X held room the gang would have started in,
-    and no gang ranked ahead of it (submitted before it) started meanwhile."""
+    and no gang ranked ahead of it (submitted before it) started meanwhile — from t until
+    the gang would have ended had it started at X: early ends may move such a gang's
+    reservation before that end, and the gate then rightly keeps this one out."""
     started = first_binds(events)
     grown = {e["pod"] for e in events if e["type"] == "grow"}
     order = list(case.gangs)
@@ -58,7 +60,7 @@ def blocked_by_growth(case: Case, events: list[dict[str, Any]]) -> list[str]:
         ahead = [
             k
             for k, t in started.items()
-            if told <= t <= at
+            if told <= t < at + me.estimate
             and (case.gangs[k].submit, order.index(k)) < (me.submit, order.index(key))
         ]
         if ahead:
