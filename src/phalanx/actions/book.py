@@ -198,8 +198,9 @@ class Book:
         return alike
 
     def watched(self) -> list[str]:
-        """The gangs whose failures the book notices (``failed``; a plan skips a gang found
-        unfit or parked for room): those holding a carve and those a plan may pick."""
+        """The gangs whose failures the book notices (``failed``; a plan reserves a gang
+        found unfit or parked for room only from the next time room comes back): those
+        holding a carve and those a plan may pick."""
         return [*self.carved, *self.waiters.leading()]
 
     def stamp(self) -> Hashable | None:
