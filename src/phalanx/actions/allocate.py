@@ -30,7 +30,7 @@ import bisect
 import logging
 from collections.abc import Callable, Hashable, Iterator
 
-from phalanx.cluster.hints import Gated, GatedClass, Hint
+from phalanx.cluster.hints import CapacityOf, Gated, GatedClass, Hint, wake_count
 from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.framework.explain import needs, progress
 from phalanx.framework.explain import shapes as shapes_of
@@ -66,6 +66,9 @@ class Allocate:
                 continue
             signature = _signature(unit)
             session.tried(unit.gang)
+            if signature not in failed and _hopeless(session, unit, signature):
+                # the room cannot hold it: the attempt would fail as surely (and leave no trace)
+                failed[signature] = session.placements(unit).why or needs(session, unit)
             if signature not in failed:
                 session.result.attempts += 1
                 try:
@@ -290,6 +293,16 @@ def _shape(pod: PodInfo) -> tuple[bytes, object, str, str, object]:
             _BYTES.clear()
         known = _BYTES[id(request)] = (request, request.tobytes())
     return (known[1], spec.placement, spec.role, pod.invalid or "", spec.topology)
+
+
+def _hopeless(session: Session, unit: Unit, signature: Signature) -> bool:
+    """Is ``unit``, woken only because a gate watches it, sure not to fit the free room
+    (its class's bound, see :mod:`phalanx.cluster.hints`)? Other woken gangs passed that
+    bound when they were woken."""
+    if unit.gang.ident not in session.state.watched_woken:
+        return False
+    hint = _hint(session, unit, signature)
+    return hint is not None and wake_count(hint, CapacityOf(session.table)) == 0
 
 
 #: The failure class of gangs that are not valid: no release can change that.

@@ -79,6 +79,9 @@ class ClusterState:
         self._parked: dict[Hashable, Parked] = {}  # failure class → its parked gangs
         self._class_of: dict[str, Hashable] = {}
         self._parked_at: dict[str, int] = {}  # parked gang → ``freed`` when it was parked
+        #: gangs woken beyond their class's budget because a gate watches them (see
+        #: ``_wake_watched``): the room may not hold them, which allocate checks first
+        self.watched_woken: set[str] = set()
         #: classes of gangs a gate refused → the gate's stamp their gangs were judged at
         self._gated: dict[GatedClass, Hashable] = {}
         #: gang → the class a wake budget took it from (see ``parked_next``)
@@ -551,9 +554,11 @@ class ClusterState:
 
     def _wake_watched(self, idents: Iterable[str]) -> None:
         """A reservation gate notices the failures of the gangs it may reserve for (a gang
-        found unfit loses its intent, and a plan skips it), so those must fail when the
-        reference engine (any release wakes every parked gang) would fail them: after a
-        release they wake even beyond their class's wake budget."""
+        found unfit loses its intent, and a plan reserves it only from the next time room
+        comes back), so those must fail when the reference engine (any release wakes every
+        parked gang) would fail them: after a release they wake even beyond their class's
+        wake budget."""
+        self.watched_woken = set()
         for ident in idents:
             key = self._class_of.get(ident, _NOT_PARKED)
             if key is _NOT_PARKED or isinstance(key, GatedClass):
@@ -562,6 +567,7 @@ class ClusterState:
                 gang = self.blocked[ident]
                 self._unpark(ident)
                 self._refresh_waiting(gang)
+                self.watched_woken.add(ident)
 
     def parked_for_room(self, ident: str) -> bool:
         """Is ``ident`` parked after failing for room (so it cannot fit before a release or a
