@@ -1,0 +1,325 @@
+"""Unborn pods: the pods of a big Job that the simulator makes only when they could matter.
+
+A ``batch/v1`` Job of a million lone pods on a cluster that holds eleven thousand of them: the
+Job controller wants every pod at once, and all but eleven thousand wait — each a pod, a gang
+of one, a queue entry, a reservation candidate, a condition and a parked entry, made and
+looked at although none of them can be placed before the pods ahead of them are.
+
+The pods of one Job are equal (one template; only the name differs), they arrive together and
+their order keys differ only by arrival number, so they wait in index order. The simulator
+therefore *makes* only a window of them: ``W = (pods of the template the whole cluster holds
+with every node empty) + MARGIN``. The others are wanted, counted by the Job controller as
+active, and described by :class:`Span` s (first index, count, creation time, arrival numbers
+set aside with ``ClusterState.take_seqs``); before every cycle the window is filled up again
+from the front (:meth:`Unborn.top_up`), so at least ``W`` pods of the Job wait, made, ahead of
+every unborn one.
+
+Why no decision changes. In a cycle at most ``cap`` pods of the shape can be placed (or
+pipelined) on the whole cluster, so of the ``W`` made pods waiting ahead, at least ``MARGIN``
+fail; pods behind a failed equal pod fail alike (allocate shares the failure of a signature,
+preemption and reclaim of a failure class, a queueing hint wakes at most the room's count,
+first in order) and leave no trace. Reservation plans look at a bounded head of each queue
+(``depth + SPARE``, at most ``max_aged`` aged gangs): within ``MARGIN``. Policies where that
+does not hold are run with every pod made: pod-at-a-time baselines (per-pod backoff lets a
+later pod be tried first), conservative reservations (every waiting gang reserved), unbounded
+aging, a second scheduler, and Jobs in a namespace with a ResourceQuota (pods count against it
+from their creation) or whose pods are gated, bound or in a PodGroup.
+
+What the run reports is kept as if every pod had been made when it was wanted: a record per
+pod (submitted then, in order), its ``submit`` event, the queue length, the queues' demand,
+and the annotations of the cycle it arrived in — the condition and the expected start that
+its last made sibling got in that cycle are the ones every unborn pod of the same arrival
+would have got (equal pods failing on one signature; one view of the cluster), so they are
+copied (:meth:`Unborn.told` repeats the ``expect`` events in the engine's order). A pod made
+later starts from that condition. Anything that asks about every pod — the Job deleted, a
+quota arriving in its namespace, a run that placed nothing — makes them all first
+(:meth:`Unborn.make_all`).
+
+What can differ from making every pod at once, for a Job larger than its window: annotations
+made after the arrival cycle (a pod made later is looked at when it is made, not when a retell
+or a node change would have reached it: its later ``expect`` events and condition text), the
+attempt count, and which of the Job's equal pods a tie picks where the reservation's aged
+order ranks same-instant arrivals newest first. Binds, their times and nodes are the same.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from phalanx.actions.candidates import SPARE
+from phalanx.actions.expect import RETELL_MAX
+from phalanx.actions.reserve import Reserve
+from phalanx.api.specs import PodSpec
+from phalanx.cluster.hints import Gated, Hint
+from phalanx.cluster.workloads import IMPLICIT_PREFIX, Condition, GangInfo, PodInfo, PodStatus
+from phalanx.framework.session import CycleResult
+from phalanx.sim.controller import JobRun, clones
+from phalanx.sim.metrics import GangRecord
+from phalanx.traces._gangs import paused_gc
+
+if TYPE_CHECKING:
+    from phalanx.sim.simulator import Simulation
+
+#: Made pods kept waiting beyond what the cluster could place at once (≥ the reservation
+#: plan's look-ahead per queue and the expected starts retold per cycle).
+MARGIN = 64
+
+
+@dataclass(eq=False, slots=True)
+class Span:
+    """Pods of a Job wanted at one instant and not made yet."""
+
+    first: int  # index of its first unborn pod (named JOB-INDEX)
+    count: int
+    created: float
+    seq: int  # arrival number of its first unborn pod (set aside in the state)
+    rep: PodInfo | None  # the pod made last just before it, in the same instant
+    condition: Condition | None = None  # what its pods were told in the cycle they arrived
+    #: how they were parked after that cycle: (failure class, order key), as their rep was
+    parking: tuple[Hint | None, tuple[float, ...]] | None = None
+    told: bool = False  # their expected start of that cycle has been repeated
+
+
+@dataclass(eq=False, slots=True)
+class Tail:
+    """A Job's unborn pods and its made ones that may still wait ahead of them."""
+
+    run: JobRun
+    sample: PodInfo  # its first pod made (what each of its pods requests, its queue)
+    spans: deque[Span] = field(default_factory=deque)
+    made: deque[PodInfo] = field(default_factory=deque)  # oldest first
+
+    @property
+    def unborn(self) -> int:
+        return sum(span.count for span in self.spans)
+
+    def waiting(self) -> int:
+        """Made pods still pending (the ones placed or gone at the front are dropped)."""
+        made = self.made
+        while made and made[0].status is not PodStatus.PENDING:
+            made.popleft()
+        return sum(pod.status is PodStatus.PENDING for pod in made)
+
+
+class Unborn:
+    """The simulator's :class:`~phalanx.sim.controller.Deferral` for the Job controller."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.enabled = deferrable(sim)
+        self.tails: dict[str, Tail] = {}  # "namespace/job" → its tail
+        #: gang ident of a span's rep → its tail and the span (until the span is told)
+        self.reps: dict[str, tuple[Tail, Span]] = {}
+
+    # -- the Job controller's questions --------------------------------------------------------
+    def room(self, run: JobRun, count: int) -> int:
+        if not self.enabled or not self._lone(run.spec.template):
+            return count
+        tail = self.tails.get(_key(run))
+        if tail is not None and tail.spans:
+            return 0  # behind pods not made yet: in order, so not made either
+        window = self.window(run.spec.template)
+        waiting = 0 if tail is None else tail.waiting()
+        return min(count, max(window - waiting, 0))
+
+    def defer(self, run: JobRun, first: int, count: int, made: int) -> None:
+        sim = self.sim
+        namespace, job = run.spec.namespace, run.spec.name
+        pods = [sim.state.pods[f"{namespace}/{job}-{i}"] for i in range(first - made, first)]
+        tail = self.tails.get(_key(run))
+        if tail is None:
+            tail = self.tails[_key(run)] = Tail(run, pods[0])  # room() made one at least
+        tail.made.extend(pods)
+        rep = pods[-1] if pods else None
+        span = Span(first, count, sim.now, sim.state.take_seqs(count), rep)
+        tail.spans.append(span)
+        if rep is not None:
+            self.reps[rep.gang.ident] = (tail, span)
+        self._announce(tail, span)
+
+    # -- what the run reports of them ---------------------------------------------------------
+    def _announce(self, tail: Tail, span: Span) -> None:
+        """Records, ``submit`` events, queue length and demand, as if the pods were made."""
+        sim, sample = self.sim, tail.sample
+        spec, namespace, job = tail.run.spec.template, tail.run.spec.namespace, tail.run.spec.name
+        with paused_gc():
+            for i in range(span.first, span.first + span.count):
+                name = f"{job}-{i}"
+                ident = f"{IMPLICIT_PREFIX}{namespace}/{name}"
+                sim.records[ident] = GangRecord(
+                    namespace, name, "Pod", 1, submit=sim.now, queue=spec.queue
+                )
+        sim.queued(span.count)
+        sim.shares.pending_milli += span.count * sim.gpu(sample)
+        if sim.sink is not None:
+            requests = sim.state.index.mapping(sample.request)
+            for i in range(span.first, span.first + span.count):
+                key = f"{namespace}/{job}-{i}"
+                sim.sink(_event(sim.now, "submit", key, requests))
+
+    def told(self, gang: GangInfo, at: float | None, why: str) -> None:
+        """``gang`` is told its expected start: if it is the last made pod before a span that
+        arrived with it, that span's pods are told the same first (newest first, as the
+        reservation's candidates take arrivals in)."""
+        found = self.reps.pop(gang.ident, None)
+        if found is None or found[1].told or found[1].created != self.sim.now:
+            return
+        tail, span = found
+        span.told = True
+        sim = self.sim
+        namespace, job = tail.run.spec.namespace, tail.run.spec.name
+        for i in reversed(range(span.first, span.first + span.count)):
+            record = sim.records.get(f"{IMPLICIT_PREFIX}{namespace}/{job}-{i}")
+            if record is None or record.start is not None:
+                continue
+            if record.expected_start_first is None:
+                record.expected_start_first = at
+            record.expected_last, record.expected_why = at, why
+            if sim.sink is not None:
+                event = _event(sim.now, "expect", None, None)
+                event["message"] = why
+                event["expected_start"] = at
+                sim.sink(event)
+
+    def after_cycle(self, result: CycleResult) -> None:
+        """Spans that arrived this instant keep the condition their rep got in the cycle
+        (applied), and how it was parked for room: their pods will be made so."""
+        now, blocked = self.sim.now, self.sim.state.blocked
+        for tail in self.tails.values():
+            for span in reversed(tail.spans):
+                if span.created != now:
+                    break
+                rep = span.rep
+                if span.condition is not None or rep is None:
+                    continue
+                span.condition = rep.gang.condition
+                hint, order = result.hints.get(rep.gang.ident, (None, ()))
+                if rep.gang.ident in blocked and not isinstance(hint, Gated):
+                    span.parking = (hint, order)
+
+    def finish_records(self) -> None:
+        """The final fields of the unborn pods' records (the simulator fills the others)."""
+        sim = self.sim
+        for tail in self.tails.values():
+            if not tail.spans:
+                continue
+            spec, sample = tail.run.spec, tail.sample
+            priority, gpus = spec.template.priority, sim.gpu(sample) / 1000
+            queue = sim.state.queues.queue_of(sample.gang)
+            prefix = f"{IMPLICIT_PREFIX}{spec.namespace}/{spec.name}-"
+            for span in tail.spans:
+                reason = span.condition.message if span.condition else ""
+                for i in range(span.first, span.first + span.count):
+                    record = sim.records[f"{prefix}{i}"]
+                    record.gpus, record.priority, record.reason = gpus, priority, reason
+                    record.queue = queue
+
+    # -- making them ---------------------------------------------------------------------------
+    def top_up(self) -> None:
+        """Before a cycle: every Job with unborn pods has ``W`` made pods waiting again."""
+        for tail in self.tails.values():
+            if tail.spans:
+                want = self.window(tail.run.spec.template) - tail.waiting()
+                if want > 0:
+                    self._make(tail, want)
+
+    def make_all(self, namespace: str | None = None, job: str | None = None) -> None:
+        """Make every unborn pod (of ``namespace``, of the Job ``job`` there)."""
+        for tail in self.tails.values():
+            spec = tail.run.spec
+            if (namespace is None or spec.namespace == namespace) and (
+                job is None or spec.name == job
+            ):
+                self._make(tail, tail.unborn)
+
+    def _make(self, tail: Tail, count: int) -> None:
+        sim, spec = self.sim, tail.run.spec
+        with paused_gc():
+            while count > 0 and tail.spans:
+                span = tail.spans[0]
+                take = min(count, span.count)
+                names = (f"{spec.name}-{i}" for i in range(span.first, span.first + take))
+                for offset, pod_spec in enumerate(clones(spec.template, names)):
+                    sim.quota.charge(pod_spec)
+                    pod = sim.state.add_pod(pod_spec, span.created, span.seq + offset)
+                    self._as_arrived(pod, span)
+                    tail.made.append(pod)
+                span.first += take
+                span.count -= take
+                span.seq += take
+                count -= take
+                if not span.count:
+                    tail.spans.popleft()
+                    if span.rep is not None:
+                        self.reps.pop(span.rep.gang.ident, None)
+
+    def _as_arrived(self, pod: PodInfo, span: Span) -> None:
+        """A pod made late waits as it would since the cycle it arrived in: with its rep's
+        condition, parked in its rep's failure class (its own arrival number last in its
+        order key)."""
+        pod.gang.condition = span.condition
+        if span.parking is not None:
+            state = self.sim.state
+            hint, order = span.parking
+            state.block(pod.gang, state.freed, hint, (*order[:-1], pod.seq) if order else ())
+
+    def window(self, template: PodSpec) -> int:
+        """Pods of ``template`` the cluster holds with every node empty, plus ``MARGIN``."""
+        state = self.sim.state
+        index = state.index
+        if any(name not in index.position for name, amount in template.requests.items() if amount):
+            return MARGIN  # a resource no node offers: it never fits
+        request = index.vector({k: v for k, v in template.requests.items() if v})
+        cols = np.flatnonzero(request)
+        if not cols.size:
+            return 1 << 62  # it requests nothing: any number fits
+        allocatable = np.maximum(state.table.allocatable[:, cols], 0)
+        return int((allocatable // request[cols]).min(axis=1).sum()) + MARGIN
+
+    def _lone(self, template: PodSpec) -> bool:
+        return (
+            template.gang_key is None
+            and template.declared_gang is None
+            and not template.gates
+            and not template.node_name
+            and not self.sim.quota.quotas.get(template.namespace)
+        )
+
+    def pods(self) -> Iterator[str]:
+        """Keys of the unborn pods (for tests and explanations)."""
+        for tail in self.tails.values():
+            for span in tail.spans:
+                for i in range(span.first, span.first + span.count):
+                    yield f"{tail.run.spec.namespace}/{tail.run.spec.name}-{i}"
+
+
+def deferrable(sim: Simulation) -> bool:
+    """May a Job's pods beyond its window be made later under this run's schedulers?"""
+    if len(sim.schedulers) != 1:
+        return False
+    scheduler = sim.schedulers[0]
+    if not scheduler.config.gang_units:
+        return False
+    for action in scheduler.actions:
+        if isinstance(action, Reserve):
+            settings = action.settings
+            if settings.mode == "conservative":
+                return False
+            if settings.aging is not None and settings.max_aged is None:
+                return False
+            if settings.depth + SPARE + (settings.max_aged or 0) + RETELL_MAX > MARGIN:
+                return False
+    return True
+
+
+def _key(run: JobRun) -> str:
+    return f"{run.spec.namespace}/{run.spec.name}"
+
+
+def _event(t: float, kind: str, pod: str | None, requests: Any) -> dict[str, Any]:
+    return {"t": t, "type": kind, "pod": pod, "gang": None, "node": None, "requests": requests}

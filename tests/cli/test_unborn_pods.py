@@ -1,0 +1,186 @@
+"""A big Job through ``phalanx simulate``: the pods the cluster could not place yet are made only
+when they could matter (``phalanx.sim.unborn``), and the run decides and reports as if every
+pod had been made when the Job wanted it. The reference is the same run with every pod made at
+once (deferral switched off)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from phalanx.cli.main import main
+from phalanx.sim import unborn
+from phalanx.sim.controller import JobRun
+
+ESTIMATE = "phalanx.dev/runtime-estimate"
+PODS = 400  # the cluster holds 8 of them at once: the window is 8 + MARGIN, the rest unborn
+NODES = [
+    {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"cpu-{i}"},
+        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "4"}},
+    }
+    for i in range(2)
+]
+
+
+def job(pods: int = PODS, **annotations: str) -> dict[str, Any]:
+    container = {"name": "c", "image": "i", "resources": {"requests": {"cpu": "500m"}}}
+    template = {
+        "metadata": {"annotations": {"phalanx.dev/duration": "10m", ESTIMATE: "10m"}},
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "sweep", "namespace": "lab", "annotations": annotations},
+        "spec": {"parallelism": pods, "completions": pods, "template": template},
+    }
+
+
+def quota(after: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": "q",
+            "namespace": "lab",
+            "annotations": {"phalanx.dev/submit-after": after},
+        },
+        "spec": {"hard": {"pods": "1000"}},
+    }
+
+
+Run = tuple[dict[str, Any], list[dict[str, Any]], int]  # JSON, events, pods deferred
+
+
+def simulate(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    docs: list[dict[str, Any]],
+    *args: str,
+    defer: bool = True,
+) -> Run:
+    """The run's JSON, its events and how many pods were deferred (made later)."""
+    path, events = tmp_path / "in.yaml", tmp_path / "events.jsonl"
+    path.write_text(yaml.safe_dump_all(NODES + docs))
+    deferred = [0]
+    real = unborn.Unborn.defer
+
+    def spy(self: unborn.Unborn, run: JobRun, first: int, count: int, made: int) -> None:
+        deferred[0] += count
+        real(self, run, first, count, made)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(unborn.Unborn, "defer", spy)
+        if not defer:
+            patch.setattr(unborn, "deferrable", lambda sim: False)
+        code = main(["simulate", str(path), "-o", "json", "--events", str(events), *args])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    log = [json.loads(line) for line in events.read_text().splitlines()]
+    return json.loads(out.out), log, deferred[0]
+
+
+def both(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    docs: list[dict[str, Any]],
+    *args: str,
+) -> tuple[Run, Run]:
+    lazy = simulate(tmp_path, monkeypatch, capsys, docs, *args)
+    eager = simulate(tmp_path, monkeypatch, capsys, docs, *args, defer=False)
+    assert eager[2] == 0
+    return lazy, eager
+
+
+def decisions(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    kinds = ("submit", "bind", "start", "finish", "delete")
+    return [(e["t"], e["type"], e["pod"], e["node"]) for e in events if e["type"] in kinds]
+
+
+def without_expectations(out: dict[str, Any]) -> dict[str, Any]:
+    """The JSON but the expected starts (told later to pods made later) and attempt count."""
+    gangs = [{k: v for k, v in g.items() if k != "expected_start_first"} for g in out["gangs"]]
+    drop = ("gangs", "eta_error", "scheduling_attempts")
+    return {"gangs": gangs, **{k: v for k, v in out.items() if k not in drop}}
+
+
+def test_the_first_cycle_reports_every_pod_as_if_all_were_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (out, events, deferred), (ref, ref_events, _) = both(
+        tmp_path, monkeypatch, capsys, [job()], "--until", "0"
+    )
+    assert deferred == PODS - 8 - unborn.MARGIN
+    assert out == ref and events == ref_events
+    assert [g["name"] for g in out["gangs"]] == [f"sweep-{i}" for i in range(PODS)]
+    waiting = [g for g in out["gangs"] if g["state"] == "waiting"]
+    assert len(waiting) == PODS - 8 and len({g["reason"] for g in waiting}) == 1
+    assert waiting[-1]["reason"] and waiting[-1]["expected_start_first"] == 600.0
+    assert sum(e["type"] == "expect" for e in events) == PODS - 8
+
+
+@pytest.mark.parametrize("policy", ["phalanx", "phalanx-reserve", "fifo-reserve", "volcano"])
+def test_the_pods_place_over_many_cycles_as_if_all_were_made(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    policy: str,
+) -> None:
+    (out, events, deferred), (ref, ref_events, _) = both(
+        tmp_path, monkeypatch, capsys, [job()], "--policy", policy
+    )
+    assert deferred > 0
+    assert decisions(events) == decisions(ref_events)
+    assert without_expectations(out) == without_expectations(ref)
+    starts = [g["start"] for g in out["gangs"]]
+    assert starts == sorted(starts) and starts[-1] == (PODS // 8 - 1) * 600.0  # FIFO, 8 at once
+    assert out["completed"] == PODS
+    if policy == "volcano":  # no expected starts: everything is the same
+        assert out == ref and events == ref_events
+
+
+def test_a_deleted_job_deletes_its_unborn_pods_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = [job(**{"phalanx.dev/delete-after": "25m"})]
+    (out, events, deferred), (ref, ref_events, _) = both(tmp_path, monkeypatch, capsys, docs)
+    assert deferred > 0
+    assert decisions(events) == decisions(ref_events)
+    assert without_expectations(out) == without_expectations(ref)
+    deleted = [e["pod"] for e in events if e["type"] == "delete"]
+    assert len(deleted) == PODS - 2 * 8  # two rounds finished; the third and the rest deleted
+    assert deleted[-1] == f"lab/sweep-{PODS - 1}"
+
+
+def test_a_quota_arriving_counts_the_unborn_pods(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (out, events, deferred), (ref, ref_events, _) = both(
+        tmp_path, monkeypatch, capsys, [job(), quota("15m")]
+    )
+    assert deferred > 0
+    assert decisions(events) == decisions(ref_events)
+    assert without_expectations(out) == without_expectations(ref)
+
+
+@pytest.mark.parametrize("policy", ["kube-default", "coscheduling"])
+def test_pod_at_a_time_policies_make_every_pod(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    policy: str,
+) -> None:
+    """Per-pod backoff lets a later pod be tried before an earlier one: no deferral."""
+    out, _, deferred = simulate(
+        tmp_path, monkeypatch, capsys, [job(100)], "--policy", policy, "--until", "0"
+    )
+    assert deferred == 0 and len(out["gangs"]) == 100
