@@ -366,6 +366,7 @@ class Simulation:
             gang.namespace, gang.name, kind, gang.min_member, submit=self.now, queue=queue
         )
         self._queued(+1)
+        self.unborn.arrived(gang)
 
     def queued(self, delta: int) -> None:
         self._queued(delta)
