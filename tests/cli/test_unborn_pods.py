@@ -6,6 +6,7 @@ once (deferral switched off)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,60 @@ def test_policies_that_would_look_at_every_pod_make_every_pod(
         tmp_path, monkeypatch, capsys, [job(100)], "--policy", policy, "--until", "0"
     )
     assert deferred == 0 and len(out["gangs"]) == 100
+
+
+def test_pods_a_reservation_refuses_are_counted_as_if_all_were_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Job's pods fit but would delay a 40-GPU gang's reservation: each is refused by the
+    gate (one attempt each), the unborn ones as well, and waits to be tried again."""
+    nodes = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"g{i}"},
+            "status": {"allocatable": {"cpu": "64", "pods": "110", "nvidia.com/gpu": "8"}},
+        }
+        for i in range(5)
+    ]
+
+    def gang(name: str, gpus: int, duration: str, after: str) -> list[dict[str, Any]]:
+        notes = {"phalanx.dev/submit-after": after, "phalanx.dev/duration": duration}
+        notes[ESTIMATE] = duration
+        group = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "c", "annotations": notes},
+            "spec": {"minMember": 5},
+        }
+        gpu = {"nvidia.com/gpu": str(gpus)}
+        pods = [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-{i}",
+                    "namespace": "c",
+                    "labels": {"scheduling.x-k8s.io/pod-group": name},
+                    "annotations": {"phalanx.dev/submit-after": after},
+                },
+                "spec": {"containers": [{"name": "c", "resources": {"requests": gpu}}]},
+            }
+            for i in range(5)
+        ]
+        return [group, *pods]
+
+    sweep = job(300, **{"phalanx.dev/submit-after": "2s"})
+    sweep["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"nvidia.com/gpu": "6"},
+        "limits": {"nvidia.com/gpu": "6"},
+    }
+    docs = [*gang("hog", 2, "30m", "0s"), *gang("big", 8, "20m", "1s"), sweep]
+    monkeypatch.setattr(sys.modules[__name__], "NODES", nodes)
+    (out, events, deferred), (ref, ref_events, _) = both(tmp_path, monkeypatch, capsys, docs)
+    assert deferred > 0
+    assert out == ref and events == ref_events
+    starts = [g["start"] for g in out["gangs"] if g["name"].startswith("sweep-")]
+    big = next(g["start"] for g in out["gangs"] if g["name"] == "big")
+    assert starts == sorted(starts) and big == 1800.0 and starts[-1] > big  # in order
+    assert out["scheduling_attempts"] > 300  # every pod refused at arrival, once each

@@ -100,7 +100,8 @@ class Span:
     touch: float = math.inf  # from then on the reservation action would look at its pods
     condition: Condition | None = None  # what its pods were told in the cycle they arrived
     #: how they were parked after that cycle: (failure class, order key), as their rep was
-    parking: tuple[Hint | None, tuple[float, ...]] | None = None
+    parking: tuple[Hint | Gated | None, tuple[float, ...]] | None = None
+    looked: bool = False  # what the rep got in the arrival cycle has been kept
     told: bool = False  # their expected start of that cycle has been repeated
 
 
@@ -165,7 +166,9 @@ class Unborn:
         if self.reserve is not None:
             self.reserve.waiters.gaps[rep.gang.ident] = count
         self._announce(tail, span)
-        if not self.calm():  # its own pods name a queue: every pod counts in its order
+        if not self.calm() or rep.invalid is not None:
+            # its pods name a queue (every pod counts in its order), or are invalid (each
+            # is told so by name): all made at once
             self._make(tail, count)
 
     def arrived(self, gang: GangInfo) -> None:
@@ -225,21 +228,31 @@ class Unborn:
                 sim.sink(event)
 
     def after_cycle(self, result: CycleResult) -> None:
-        """Spans that arrived this instant keep the condition their rep got in the cycle
-        (applied), and how it was parked for room: their pods will be made so."""
+        """Spans that arrived this instant keep what their rep got in the cycle (applied):
+        its condition, how it was parked, how the reservation action took it in."""
         now, blocked = self.sim.now, self.sim.state.blocked
         for tail in self.tails.values():
             for span in reversed(tail.spans):
                 if span.created != now:
                     break
-                rep = span.rep
-                if span.condition is not None:
-                    continue
-                span.condition = rep.gang.condition
-                hint, order = result.hints.get(rep.gang.ident, (None, ()))
-                if rep.gang.ident in blocked and not isinstance(hint, Gated):
-                    span.parking = (hint, order)
-                self._taken(span)
+                if not span.looked:
+                    span.looked = True
+                    self._parked(span, result, span.rep.gang.ident in blocked)
+                    self._taken(span)
+
+    def _parked(self, span: Span, result: CycleResult, blocked: bool) -> None:
+        rep = span.rep
+        span.condition = rep.gang.condition
+        hint, order = result.hints.get(rep.gang.ident, (None, ()))
+        if not blocked:
+            span.touch = span.created  # waits unparked: its pods are made at the next cycle
+            return
+        span.parking = (hint, order)
+        if isinstance(hint, Gated):
+            # it fitted but a reservation gate refused it: so did the gate each of its equal
+            # pods behind it, one attempt each; they are made at the next cycle, parked so
+            self.sim.attempts += span.count
+            span.touch = span.created
 
     def _taken(self, span: Span) -> None:
         """How the reservation action took the span's rep in, and so its pods; they are made
@@ -256,7 +269,7 @@ class Unborn:
             at = who.told[0]
             due = at if at is not None and at > span.created else span.created + RETELL
         span.taken = Arrival(base, who.estimate, who.estimated, who.told, due)
-        span.touch = min(math.inf if due is None else due, who.ages_at)
+        span.touch = min(span.touch, math.inf if due is None else due, who.ages_at)
 
     def finish_records(self) -> None:
         """The final fields of the unborn pods' records (the simulator fills the others)."""
