@@ -19,15 +19,21 @@ from phalanx.sim.controller import JobRun
 
 ESTIMATE = "phalanx.dev/runtime-estimate"
 PODS = 400  # the cluster holds 8 of them at once: the window is 8 + MARGIN, the rest unborn
-NODES = [
-    {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": f"cpu-{i}"},
-        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "4"}},
-    }
-    for i in range(2)
-]
+
+
+def nodes(count: int, prefix: str, **allocatable: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"{prefix}{i}"},
+            "status": {"allocatable": {"cpu": "64", **allocatable}},
+        }
+        for i in range(count)
+    ]
+
+
+NODES = nodes(2, "cpu-", memory="256Gi", pods="4")
 
 
 def job(pods: int = PODS, **annotations: str) -> dict[str, Any]:
@@ -216,15 +222,6 @@ def test_pods_a_reservation_refuses_are_counted_as_if_all_were_made(
 ) -> None:
     """The Job's pods fit but would delay a 40-GPU gang's reservation: each is refused by the
     gate (one attempt each), the unborn ones as well, and waits to be tried again."""
-    nodes = [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": f"g{i}"},
-            "status": {"allocatable": {"cpu": "64", "pods": "110", "nvidia.com/gpu": "8"}},
-        }
-        for i in range(5)
-    ]
 
     def gang(name: str, gpus: int, duration: str, after: str) -> list[dict[str, Any]]:
         notes = {"phalanx.dev/submit-after": after, "phalanx.dev/duration": duration}
@@ -258,7 +255,8 @@ def test_pods_a_reservation_refuses_are_counted_as_if_all_were_made(
         "limits": {"nvidia.com/gpu": "6"},
     }
     docs = [*gang("hog", 2, "30m", "0s"), *gang("big", 8, "20m", "1s"), sweep]
-    monkeypatch.setattr(sys.modules[__name__], "NODES", nodes)
+    gpu_nodes = nodes(5, "g", pods="110", **{"nvidia.com/gpu": "8"})
+    monkeypatch.setattr(sys.modules[__name__], "NODES", gpu_nodes)
     (out, events, deferred), (ref, ref_events, _) = both(tmp_path, monkeypatch, capsys, docs)
     assert deferred > 0
     assert out == ref and events == ref_events
