@@ -154,10 +154,13 @@ class Waiters:
         self.by_ident: dict[str, Candidate] = {}
         self.new: list[Candidate] = []  # arrived since the last cycle closed
         self._seen: dict[str, GangInfo] = {}
-        #: gangs made later than they arrived (a runner's): how each was taken in; and per
-        #: gang, how many such gangs arrived right after it (their arrival numbers come
-        #: before its own, as arrivals are taken in newest first) and the number before them
+        #: gangs made later than they arrived (a runner's): how each is to be taken in, and
+        #: all of them (in the gang table they stand, as it were, right after the equal gang
+        #: they arrived with); per gang, how many such gangs arrived right after it (their
+        #: arrival numbers come before its own: arrivals are taken in newest first) and the
+        #: number before them
         self.arrivals: dict[str, Arrival] = {}
+        self.late: set[str] = set()
         self.gaps: dict[str, int] = {}
         self.gap_base: dict[str, int] = {}
         #: gangs held back or short of members → (generation, waiting) when last looked at
@@ -177,6 +180,8 @@ class Waiters:
         for ident in reversed(gangs):
             gang = gangs[ident]
             if self._seen.get(ident) is gang:
+                if ident in self.late:
+                    continue
                 break
             self._seen[ident] = gang
             gap = self.gaps.pop(ident, 0)

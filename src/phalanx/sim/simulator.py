@@ -91,7 +91,7 @@ class Simulation:
         )
         self.gpu_columns = index.gpu_columns()
         self.quota = QuotaTracker()
-        self.unborn = Unborn(self)  # a big Job's pods beyond what could matter, made later
+        self.unborn = Unborn(self, workload)  # a big Job's pods that cannot matter yet
         self.jobs = JobController(self._create_pod, deferral=self.unborn)
         self.owners = OwnerController(self._create_pod, self._add_gang, self.jobs, options.seed)
         self.ungated: set[str] = set()
@@ -273,9 +273,17 @@ class Simulation:
             remove_object(self, spec)
 
     def _remove_owned(self, namespace: str, owners: set[str]) -> None:
-        for pod in list(self.state.pods.values()):
-            if pod.spec.owner in owners and pod.spec.namespace == namespace:
-                self.remove_pod(pod, PodStatus.DELETED)
+        """Delete the pods of ``owners``, in the order they were created (a Job's pods made
+        late, see sim/unborn.py, by their arrival numbers)."""
+        doomed = [
+            pod
+            for pod in self.state.pods.values()
+            if pod.spec.owner in owners and pod.spec.namespace == namespace
+        ]
+        if self.unborn.deferred(namespace, owners):
+            doomed.sort(key=lambda pod: pod.seq)
+        for pod in doomed:
+            self.remove_pod(pod, PodStatus.DELETED)
 
     def remove_pod(self, pod: PodInfo, status: PodStatus) -> None:
         if pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):

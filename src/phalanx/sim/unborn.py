@@ -68,7 +68,8 @@ from phalanx.actions.expect import RETELL
 from phalanx.actions.reserve import Reserve
 from phalanx.api.quantity import is_gpu
 from phalanx.api.queues import DEFAULT_QUEUE
-from phalanx.api.specs import PodSpec
+from phalanx.api.specs import ControllerSpec, JobSpec, PodSpec
+from phalanx.api.workload import Workload
 from phalanx.cluster.hints import Gated, Hint
 from phalanx.cluster.workloads import IMPLICIT_PREFIX, Condition, GangInfo, PodInfo, PodStatus
 from phalanx.framework.session import CycleResult
@@ -129,9 +130,10 @@ class Tail:
 class Unborn:
     """The simulator's :class:`~phalanx.sim.controller.Deferral` for the Job controller."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: Simulation, workload: Workload) -> None:
         self.sim = sim
         self.enabled = deferrable(sim)
+        self.doomed = doomed_jobs(workload)
         self.reserve = _reserve(sim) if self.enabled else None
         self.named = False  # a gang in a queue other than the default one has appeared
         self.tails: dict[str, Tail] = {}  # "namespace/job" → its tail
@@ -140,7 +142,7 @@ class Unborn:
 
     # -- the Job controller's questions --------------------------------------------------------
     def room(self, run: JobRun, count: int) -> int:
-        if not self.calm() or not self._lone(run.spec.template):
+        if not self.calm() or not self._lone(run.spec.template) or _key(run) in self.doomed:
             return count
         tail = self.tails.get(_key(run))
         if tail is not None and tail.spans:
@@ -149,7 +151,7 @@ class Unborn:
             return count
         window = self.window(run.spec.template)
         waiting = 0 if tail is None else tail.waiting()
-        return min(count, max(window - waiting, 0))
+        return min(count, max(window - waiting, 1))  # one at least: the span's rep
 
     def defer(self, run: JobRun, first: int, count: int, made: int) -> None:
         sim = self.sim
@@ -179,9 +181,11 @@ class Unborn:
     def calm(self) -> bool:
         """May pods be deferred now? Not once queues count: a waiting gang's queue key then
         adds up the demand of every gang ahead of it in its queue (made or not), and equal
-        pods are ordered by name, not index."""
-        book = self.sim.state.queues
-        return self.enabled and not (self.named or book.declared or book.holds)
+        pods are ordered by name, not index. Not with queueing hints off (the reference:
+        every waiting gang is tried again after any release)."""
+        state = self.sim.state
+        book = state.queues
+        return self.enabled and state.hints and not (self.named or book.declared or book.holds)
 
     # -- what the run reports of them ---------------------------------------------------------
     def _announce(self, tail: Tail, span: Span) -> None:
@@ -315,6 +319,13 @@ class Unborn:
             ):
                 self._make(tail, tail.unborn)
 
+    def deferred(self, namespace: str, owners: set[str]) -> bool:
+        """Were pods of a Job among ``owners`` (``Job/NAME``) made later than wanted?"""
+        return any(
+            tail.run.spec.namespace == namespace and f"Job/{tail.run.spec.name}" in owners
+            for tail in self.tails.values()
+        )
+
     def _make(self, tail: Tail, count: int) -> None:
         sim, spec = self.sim, tail.run.spec
         with paused_gc():
@@ -348,7 +359,9 @@ class Unborn:
             state.block(pod.gang, state.freed, hint, (*order[:-1], pod.seq) if order else ())
         if span.taken is not None and self.reserve is not None:
             seq = span.taken.seq + span.last - index + 1
-            self.reserve.waiters.arrivals[pod.gang.ident] = dataclasses.replace(span.taken, seq=seq)
+            waiters = self.reserve.waiters
+            waiters.arrivals[pod.gang.ident] = dataclasses.replace(span.taken, seq=seq)
+            waiters.late.add(pod.gang.ident)
 
     def window(self, template: PodSpec) -> int:
         """Pods of ``template`` the cluster holds with every node empty, plus ``MARGIN``."""
@@ -398,6 +411,22 @@ def deferrable(sim: Simulation) -> bool:
         return True
     settings = reserve.settings
     return settings.mode != "conservative" and (settings.aging is None or settings.aging > 0)
+
+
+def doomed_jobs(workload: Workload) -> set[str]:
+    """Jobs (``namespace/name``) the run deletes (theirs or their owner's ``delete-after``):
+    never deferred, since the reservation action keeps a candidate for a pending pod that
+    was deleted (its needs are not looked at again) and an unborn pod would not be one."""
+    doomed = set()
+    for item in workload.items:
+        spec = item.spec
+        if item.timing.delete_after is None:
+            continue
+        if isinstance(spec, JobSpec):
+            doomed.add(f"{spec.namespace}/{spec.name}")
+        elif isinstance(spec, ControllerSpec):
+            doomed.update(f"{spec.namespace}/{job.name}" for job in spec.jobs)
+    return doomed
 
 
 def _reserve(sim: Simulation) -> Reserve | None:
