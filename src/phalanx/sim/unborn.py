@@ -25,15 +25,22 @@ with the numbers it would have had (``Waiters.gaps`` sets them aside when its la
 sibling is taken in) and is made with that memory (``candidates.Arrival``) before the action
 would look at it again — its retell due, its aging — so from then on the action sees what it
 would have seen. Until then the action looks at none of them: they are neither aged nor big
-gangs (a Job whose pods the plan would list as big gangs is not deferred).
+gangs (a Job whose pods the plan would list as big gangs is not deferred). In the gang table
+a pod made late stands, as it were, right after the sibling it arrived with: the action's
+scan for new gangs passes over it (``Waiters.late``). A rep that fitted but was refused by a
+reservation gate was refused with each of its pods, one attempt each: they are counted and
+made at the next cycle, parked as it was.
 
 Not deferred (every pod made when wanted): pod-at-a-time policies (per-pod backoff lets a
 later pod go first), conservative reservations (every waiting gang reserved), reservations
 listing a lone pod as a big gang (``min_gpus`` at or below its GPUs), aging from arrival
-(``aging=0``), a second scheduler, queues that count (a waiting gang's queue key adds up the
-demand ahead of it in its queue and equal pods are ordered by name: once a queue is declared
-or named, every unborn pod is made), and pods that are gated, bound, in a PodGroup or in a
-namespace with a ResourceQuota (pods count against it from their creation).
+(``aging=0``), a second scheduler, queueing hints off (the reference retries every waiting
+gang), queues that count (a waiting gang's queue key adds up the demand ahead of it in its
+queue and equal pods are ordered by name: once a queue is declared or named, every unborn pod
+is made), Jobs the run deletes (the action keeps a candidate for a deleted pending pod; an
+unborn one would not be one), pods told their own name (invalid ones), and pods that are
+gated, bound, in a PodGroup or in a namespace with a ResourceQuota (pods count against it
+from their creation).
 
 What the run reports is kept as if every pod had been made when it was wanted: a record per
 pod (submitted then, in order), its ``submit`` event, the queue length, the queues' demand,
@@ -42,9 +49,10 @@ its last made sibling got in that cycle are the ones every unborn pod of the sam
 got (equal pods failing on one signature; one view of the cluster), so they are copied
 (:meth:`Unborn.told` repeats the ``expect`` events in the engine's order), and a pod made
 later waits with that condition, parked in its sibling's failure class. Anything that asks
-about every pod — the Job deleted, a quota arriving in its namespace, a run that placed
+about every pod — a quota arriving in its namespace, a queue declared, a run that placed
 nothing — makes them all first (:meth:`Unborn.make_all`). The JSON and the event stream are
-those of the run with every pod made (``tests/cli/test_unborn_pods.py`` compares them).
+those of the run with every pod made: ``tests/cli/test_unborn_pods.py`` and the seeded random
+workloads of ``tests/property/test_unborn_equivalence.py`` compare them.
 
 What it buys: the first cycles of a big Job (a Job of 1,000,000 pods to its first cycle in
 about 6 CPU-seconds instead of 70). With reservations, the unborn pods are made when their
@@ -57,7 +65,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -164,14 +171,15 @@ class Unborn:
         rep = pods[-1]  # room() made one at least
         span = Span(first, count, sim.now, sim.state.take_seqs(count), rep, first + count - 1)
         tail.spans.append(span)
-        self.reps[rep.gang.ident] = (tail, span)
-        if self.reserve is not None:
-            self.reserve.waiters.gaps[rep.gang.ident] = count
         self._announce(tail, span)
         if not self.calm() or rep.invalid is not None:
             # its pods name a queue (every pod counts in its order), or are invalid (each
-            # is told so by name): all made at once
+            # is told so by name): all made at once, right after it
             self._make(tail, count)
+            return
+        self.reps[rep.gang.ident] = (tail, span)
+        if self.reserve is not None:
+            self.reserve.waiters.gaps[rep.gang.ident] = count
 
     def arrived(self, gang: GangInfo) -> None:
         """A gang appeared: one in a queue other than the default one makes queues count."""
@@ -344,8 +352,7 @@ class Unborn:
                 count -= take
                 if not span.count:
                     tail.spans.popleft()
-                    if span.rep is not None:
-                        self.reps.pop(span.rep.gang.ident, None)
+                    self.reps.pop(span.rep.gang.ident, None)
 
     def _as_arrived(self, pod: PodInfo, span: Span, index: int) -> None:
         """A pod made late waits as it would since the cycle it arrived in: with its rep's
@@ -390,13 +397,6 @@ class Unborn:
             return lone
         gpus = sum(v for k, v in template.requests.items() if is_gpu(k)) / 1000
         return gpus < self.reserve.settings.min_gpus
-
-    def pods(self) -> Iterator[str]:
-        """Keys of the unborn pods (for tests and explanations)."""
-        for tail in self.tails.values():
-            for span in tail.spans:
-                for i in range(span.first, span.first + span.count):
-                    yield f"{tail.run.spec.namespace}/{tail.run.spec.name}-{i}"
 
 
 def deferrable(sim: Simulation) -> bool:
