@@ -454,6 +454,7 @@ class ClusterState:
         freed: int,
         hint: Hint | Gated | None = None,
         order: tuple[float, ...] = (),
+        since: int | None = None,
     ) -> None:
         """Park ``gang`` until an event could let it fit; ``freed`` is the count it failed at
         (a release since then means it may fit now, so it stays waiting). Its ``hint`` names
@@ -461,7 +462,8 @@ class ClusterState:
         release wakes it; ``order`` is its order key (static while it is parked). A
         :class:`Gated` gang is parked in the class of its signature, looked at again when the
         gate's stamp moves (with hints off it stays waiting: the reference retries it every
-        cycle)."""
+        cycle). ``since``: the release count it has been parked since, when that is earlier
+        (a gang made later than it arrived and failed, ``phalanx.sim.unborn``)."""
         if freed != self.freed or gang.ident not in self.waiting:
             return
         if isinstance(hint, Gated) and not self.hints:
@@ -476,12 +478,13 @@ class ClusterState:
         else:
             hint = hint if self.hints else None
             key = None if hint is None else hint.key
+        since = self.freed if since is None else since  # earlier: made after it was parked
         parked = self._parked.get(key)
         if parked is None:
-            parked = self._parked[key] = Parked(hint, self.freed)
+            parked = self._parked[key] = Parked(hint, since)
         parked.add(gang.ident, gang, order if key is not None else ())
         self._class_of[gang.ident] = key
-        self._parked_at[gang.ident] = self.freed
+        self._parked_at[gang.ident] = since
 
     def unblock(self, gang: GangInfo) -> None:
         if self._unpark(gang.ident):

@@ -107,8 +107,9 @@ class Span:
     taken: Arrival | None = None
     touch: float = math.inf  # from then on the reservation action would look at its pods
     condition: Condition | None = None  # what its pods were told in the cycle they arrived
-    #: how they were parked after that cycle: (failure class, order key), as their rep was
-    parking: tuple[Hint | Gated | None, tuple[float, ...]] | None = None
+    #: how they were parked after that cycle, as their rep was: failure class, order key and
+    #: the release count since then
+    parking: tuple[Hint | Gated | None, tuple[float, ...], int] | None = None
     looked: bool = False  # what the rep got in the arrival cycle has been kept
     told: bool = False  # their expected start of that cycle has been repeated
 
@@ -259,7 +260,7 @@ class Unborn:
         if not blocked:
             span.touch = span.created  # waits unparked: its pods are made at the next cycle
             return
-        span.parking = (hint, order)
+        span.parking = (hint, order, result.freed)
         if isinstance(hint, Gated):
             # it fitted but a reservation gate refused it: so did the gate each of its equal
             # pods behind it, one attempt each; they are made at the next cycle, parked so
@@ -362,8 +363,9 @@ class Unborn:
         pod.gang.condition = span.condition
         if span.parking is not None:
             state = self.sim.state
-            hint, order = span.parking
-            state.block(pod.gang, state.freed, hint, (*order[:-1], pod.seq) if order else ())
+            hint, order, since = span.parking
+            own = (*order[:-1], pod.seq) if order else ()
+            state.block(pod.gang, state.freed, hint, own, since)
         if span.taken is not None and self.reserve is not None:
             seq = span.taken.seq + span.last - index + 1
             waiters = self.reserve.waiters
