@@ -48,7 +48,8 @@ and the annotations of the cycle it arrived in — the condition and the expecte
 its last made sibling got in that cycle are the ones every unborn pod of the same arrival
 got (equal pods failing on one signature; one view of the cluster), so they are copied
 (:meth:`Unborn.told` repeats the ``expect`` events in the engine's order), and a pod made
-later waits with that condition, parked in its sibling's failure class. Anything that asks
+later waits with that condition, parked in its sibling's failure class since the same release
+count. Anything that asks
 about every pod — a quota arriving in its namespace, a queue declared, a run that placed
 nothing — makes them all first (:meth:`Unborn.make_all`). The JSON and the event stream are
 those of the run with every pod made: ``tests/cli/test_unborn_pods.py`` and the seeded random
