@@ -56,7 +56,7 @@ those of the run with every pod made: ``tests/cli/test_unborn_pods.py`` and the 
 workloads of ``tests/property/test_unborn_equivalence.py`` compare them.
 
 What it buys: the first cycles of a big Job (a Job of 1,000,000 pods to its first cycle in
-about 6 CPU-seconds instead of 70). With reservations, the unborn pods are made when their
+about 5 CPU-seconds instead of 76). With reservations, the unborn pods are made when their
 expected start is due to be told again (15 minutes later when unknown) or they age, so a long
 run pays the full cost from then on.
 """
