@@ -72,6 +72,19 @@ class Needs:
     domains: list[Mask | None]
 
 
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """How a gang made later than it arrived (a simulated Job's unborn pods, see
+    ``phalanx.sim.unborn``) was taken in when it arrived, as the equal gang made before it
+    was: it is taken in so, not as a new arrival."""
+
+    seq: int
+    estimate: Estimate | None
+    estimated: tuple[int, int, int]  # what the estimate was made from (Candidate.estimated)
+    told: tuple[float | None, str] | None
+    due: float | None  # when its expected start is to be told again (None: never)
+
+
 @dataclass(eq=False, slots=True)
 class Candidate:
     gang: GangInfo
@@ -87,6 +100,7 @@ class Candidate:
     #: what ``estimate`` was made from: the estimator's version, the gang's spec and members
     estimated: tuple[int, int, int] = (-1, 0, 0)
     late: bool = False  # told it will miss its deadline
+    arrival: Arrival | None = None  # taken in later than it arrived (see Arrival)
 
     @property
     def duration(self) -> float:
@@ -140,6 +154,15 @@ class Waiters:
         self.by_ident: dict[str, Candidate] = {}
         self.new: list[Candidate] = []  # arrived since the last cycle closed
         self._seen: dict[str, GangInfo] = {}
+        #: gangs made later than they arrived (a runner's): how each is to be taken in, and
+        #: all of them (in the gang table they stand, as it were, right after the equal gang
+        #: they arrived with); per gang, how many such gangs arrived right after it (their
+        #: arrival numbers come before its own: arrivals are taken in newest first) and the
+        #: number before them
+        self.arrivals: dict[str, Arrival] = {}
+        self.late: set[str] = set()
+        self.gaps: dict[str, int] = {}
+        self.gap_base: dict[str, int] = {}
         #: gangs held back or short of members → (generation, waiting) when last looked at
         self._short: dict[str, tuple[GangInfo, tuple[int, bool]]] = {}
         self._big: dict[str, list[tuple[tuple[float, ...], Candidate]]] = {}
@@ -157,10 +180,17 @@ class Waiters:
         for ident in reversed(gangs):
             gang = gangs[ident]
             if self._seen.get(ident) is gang:
+                if ident in self.late:
+                    continue
                 break
             self._seen[ident] = gang
+            gap = self.gaps.pop(ident, 0)
+            if gap:
+                self.gap_base[ident], self._seq = self._seq, self._seq + gap
             if self.consider(session, gang):
                 arrived.append(ident)
+            if gap and ident not in self.by_ident:  # not a candidate: nor were they
+                self._seq = self.gap_base.pop(ident)
         for ident, (gang, generation) in list(self._short.items()):
             if gangs.get(ident) is not gang or gang.ready():
                 del self._short[ident]
@@ -196,7 +226,8 @@ class Waiters:
         if needs is None:  # held back or short of members: looked at again when that changes
             self._short[gang.ident] = (gang, (gang.generation, waiting(gang)))
             return False
-        estimate = self.estimates.estimate(gang)
+        arrival = self.arrivals.pop(gang.ident, None)
+        estimate = self.estimates.estimate(gang) if arrival is None else arrival.estimate
         settings = self.settings
         ages_at = math.inf
         begun = gang.created if since is None else since
@@ -205,9 +236,13 @@ class Waiters:
             if settings.aging_cap is not None:
                 relative = min(relative, settings.aging_cap)
             ages_at = begun + max(settings.aging, relative)
-        self._seq += 1
-        who = Candidate(gang, needs, estimate, self._seq, ages_at)
-        who.estimated = _made(self.estimates, gang)
+        if arrival is None:
+            self._seq += 1
+        seq = self._seq if arrival is None else arrival.seq
+        who = Candidate(gang, needs, estimate, seq, ages_at, arrival=arrival)
+        who.estimated = _made(self.estimates, gang) if arrival is None else arrival.estimated
+        if arrival is not None:
+            who.told = arrival.told
         who.rank = who.rank_in(session)  # kept up to date while it is planned
         self.by_ident[gang.ident] = who
         self.new.append(who)

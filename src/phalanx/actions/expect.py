@@ -57,7 +57,9 @@ class Teller:
         cache: dict[tuple[bytes, float], tuple[float, str] | None] = {}
         fresh, waiters.new = waiters.new, []
         for who in fresh:
-            if not who.gone and who.gang.ident not in book.carved:
+            if who.arrival is not None:  # made later than it arrived: told then
+                self._resume(who)
+            elif not who.gone and who.gang.ident not in book.carved:
                 self._estimate(session, who, cache)
         for _ in range(RETELL_MAX):
             if not self._due or self._due[0][0] > now:
@@ -107,6 +109,13 @@ class Teller:
         self._say(session, who, start, why)
         again = start if start > session.now else session.now + RETELL
         heapq.heappush(self._due, (again, who.seq, who.gang.ident))
+
+    def _resume(self, who: Candidate) -> None:
+        """``who`` was told its expected start when it arrived (candidates.Arrival): it is
+        told again when that is due, as if it had waited since."""
+        assert who.arrival is not None
+        if who.arrival.due is not None:
+            heapq.heappush(self._due, (who.arrival.due, who.seq, who.gang.ident))
 
     def _say(self, session: Session, who: Candidate, at: float | None, why: str) -> None:
         slack, note = deadline(who, at, session.now)

@@ -157,12 +157,14 @@ class ClusterState:
             self._join(pod)
         return gang
 
-    def add_pod(self, spec: PodSpec, now: float) -> PodInfo:
-        """Add a pending pod. One that requests a resource no node offers is kept but marked
-        invalid, so it waits with that reason and never stops the others (until a node that
-        offers it appears). A gang the pod itself declares (Koordinator, Kueue, YuniKorn) is
-        created by its first pod, and raised to the role minimums later pods declare. O(1):
-        pods of one template share their request vector and its verdicts."""
+    def add_pod(self, spec: PodSpec, now: float, seq: int | None = None) -> PodInfo:
+        """Add a pending pod created at ``now``. One that requests a resource no node offers
+        is kept but marked invalid, so it waits with that reason and never stops the others
+        (until a node that offers it appears). A gang the pod itself declares (Koordinator,
+        Kueue, YuniKorn) is created by its first pod, and raised to the role minimums later
+        pods declare. O(1): pods of one template share their request vector and its verdicts.
+        ``seq`` is its arrival number when one was taken for it earlier (``take_seqs``: a pod
+        made later than it was wanted keeps its place among equals)."""
         if spec.declared_gang is not None:
             self._declare(spec.declared_gang, now)
         request, unknown, bad_gpus = self._vector_of(spec.requests)
@@ -173,9 +175,11 @@ class ClusterState:
             self.gangs[gang.ident] = gang
         else:
             gang = self.gangs.get(gang_key) or _placeholder(gang_key, now)
-        self._seq += 1
+        if seq is None:
+            self._seq += 1
+            seq = self._seq
         self.version += 1
-        pod = PodInfo(spec=spec, request=request, created=now, seq=self._seq, gang=gang)
+        pod = PodInfo(spec=spec, request=request, created=now, seq=seq, gang=gang)
         if unknown:
             pod.invalid = f"requests {', '.join(unknown)}, which no node offers"
             self._unoffered[key] = pod
@@ -190,6 +194,12 @@ class ClusterState:
         else:
             self._join(pod)
         return pod
+
+    def take_seqs(self, count: int) -> int:
+        """Set aside ``count`` arrival numbers for pods made later; the first of them."""
+        first = self._seq + 1
+        self._seq += count
+        return first
 
     def _declare(self, declared: GangSpec, now: float) -> None:
         gang = self.gangs.get(declared.key)
@@ -444,6 +454,7 @@ class ClusterState:
         freed: int,
         hint: Hint | Gated | None = None,
         order: tuple[float, ...] = (),
+        since: int | None = None,
     ) -> None:
         """Park ``gang`` until an event could let it fit; ``freed`` is the count it failed at
         (a release since then means it may fit now, so it stays waiting). Its ``hint`` names
@@ -451,7 +462,8 @@ class ClusterState:
         release wakes it; ``order`` is its order key (static while it is parked). A
         :class:`Gated` gang is parked in the class of its signature, looked at again when the
         gate's stamp moves (with hints off it stays waiting: the reference retries it every
-        cycle)."""
+        cycle). ``since``: the release count it has been parked since, when that is earlier
+        (a gang made later than it arrived and failed, ``phalanx.sim.unborn``)."""
         if freed != self.freed or gang.ident not in self.waiting:
             return
         if isinstance(hint, Gated) and not self.hints:
@@ -466,12 +478,13 @@ class ClusterState:
         else:
             hint = hint if self.hints else None
             key = None if hint is None else hint.key
+        since = self.freed if since is None else since  # earlier: made after it was parked
         parked = self._parked.get(key)
         if parked is None:
-            parked = self._parked[key] = Parked(hint, self.freed)
+            parked = self._parked[key] = Parked(hint, since)
         parked.add(gang.ident, gang, order if key is not None else ())
         self._class_of[gang.ident] = key
-        self._parked_at[gang.ident] = self.freed
+        self._parked_at[gang.ident] = since
 
     def unblock(self, gang: GangInfo) -> None:
         if self._unpark(gang.ident):

@@ -82,6 +82,7 @@ class SimBackend:
 
     def expected(self, gang: GangInfo, at: float | None, why: str) -> None:
         """Record the gang's first expected start; log an ``expect`` event when it changes."""
+        self.sim.unborn.told(gang, at, why)  # the unborn pods that arrived with it, first
         record = self.sim.records.get(gang.ident)
         if record is None or (record.expected_last, record.expected_why) == (at, why):
             return

@@ -9,6 +9,11 @@ freed up in that namespace (a pod finished or was deleted, a quota went away).
 Pods are made in bulk: :func:`clones` copies the template with only the name changed (its
 mappings shared, not copied), and a runner that offers ``create_pods`` gets them in one call,
 in order, stopping at the first refusal as pod-by-pod creation would.
+
+A runner may also offer a :class:`Deferral` (the simulator's :mod:`phalanx.sim.unborn`): it
+says how many of the pods a Job wants are made now; the others are *deferred* — wanted and
+counted as active, as the real controller would have created them, but made by the runner
+later, when they could matter.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from phalanx.api.specs import JobSpec, PodSpec
 from phalanx.traces._gangs import paused_gc
@@ -50,6 +56,15 @@ CreatePod = Callable[[PodSpec], str | None]
 CreatePods = Callable[[list[PodSpec]], tuple[int, str | None]]
 
 
+class Deferral(Protocol):
+    def room(self, run: JobRun, count: int) -> int:
+        """How many of the ``count`` pods ``run`` wants now are made at once (the first ones)."""
+
+    def defer(self, run: JobRun, first: int, count: int, made: int) -> None:
+        """Pods ``first`` … ``first + count - 1`` of ``run`` are wanted but not made yet (the
+        ``made`` pods before them were made in the same sync)."""
+
+
 def clones(template: PodSpec, names: Iterable[str]) -> list[PodSpec]:
     """``dataclasses.replace(template, name=name)`` for each name, at half the cost: the
     frozen template's slots are copied through their descriptors (its mappings are shared,
@@ -72,9 +87,15 @@ def clones(template: PodSpec, names: Iterable[str]) -> list[PodSpec]:
 
 
 class JobController:
-    def __init__(self, create_pod: CreatePod, create_pods: CreatePods | None = None) -> None:
+    def __init__(
+        self,
+        create_pod: CreatePod,
+        create_pods: CreatePods | None = None,
+        deferral: Deferral | None = None,
+    ) -> None:
         self.create_pod = create_pod
         self.create_pods = create_pods
+        self.deferral = deferral
         self.jobs: dict[str, JobRun] = {}
 
     def add(self, job: JobSpec) -> None:
@@ -89,8 +110,9 @@ class JobController:
         if not wanted:
             return
         first, name = run.next_index, run.spec.name
+        now = wanted if self.deferral is None else self.deferral.room(run, wanted)
         with paused_gc():
-            pods = clones(run.spec.template, (f"{name}-{i}" for i in range(first, first + wanted)))
+            pods = clones(run.spec.template, (f"{name}-{i}" for i in range(first, first + now)))
             if self.create_pods is not None:
                 created, refusal = self.create_pods(pods)
             else:
@@ -98,6 +120,10 @@ class JobController:
         run.next_index += created
         run.active += created
         run.refusal = refusal
+        if self.deferral is not None and refusal is None and wanted > now:
+            self.deferral.defer(run, run.next_index, wanted - now, created)
+            run.next_index += wanted - now
+            run.active += wanted - now
 
     def owner_of(self, pod: PodSpec) -> JobRun | None:
         if not pod.owner.startswith("Job/"):

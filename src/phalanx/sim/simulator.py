@@ -49,6 +49,7 @@ from phalanx.sim.prepare import check, resource_index
 from phalanx.sim.quota import QuotaTracker
 from phalanx.sim.schedulers import GATED, nothing_placed, schedulers_for
 from phalanx.sim.tenancy import Disruptions, Elastic, ShareMeter, add_object, remove_object
+from phalanx.sim.unborn import Unborn
 from phalanx.traces._gangs import paused_gc
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -90,7 +91,8 @@ class Simulation:
         )
         self.gpu_columns = index.gpu_columns()
         self.quota = QuotaTracker()
-        self.jobs = JobController(self._create_pod)
+        self.unborn = Unborn(self, workload)  # a big Job's pods that cannot matter yet
+        self.jobs = JobController(self._create_pod, deferral=self.unborn)
         self.owners = OwnerController(self._create_pod, self._add_gang, self.jobs, options.seed)
         self.ungated: set[str] = set()
         self.queue = EventQueue()
@@ -164,8 +166,11 @@ class Simulation:
     def _cycle(self) -> None:
         self.cycles += 1
         with paused_gc():  # a cycle over a million waiting gangs makes millions of objects
+            self.unborn.top_up()
             for scheduler in self.schedulers:
-                apply(scheduler.cycle(self.state, self.now), self.state, self.backend)
+                result = scheduler.cycle(self.state, self.now)
+                apply(result, self.state, self.backend)
+                self.unborn.after_cycle(result)
         self.shares.sample(self)
 
     # -- objects come and go ---------------------------------------------------------------
@@ -182,6 +187,7 @@ class Simulation:
         elif isinstance(spec, JobSpec):
             self.jobs.add(spec)
         elif isinstance(spec, QuotaSpec):
+            self.unborn.make_all(spec.namespace)  # pods that exist count against it
             self.quota.add(spec)
         else:
             add_object(self, spec)
@@ -247,9 +253,12 @@ class Simulation:
             if pod is not None:
                 self.remove_pod(pod, PodStatus.DELETED)
         elif isinstance(spec, JobSpec):
+            self.unborn.make_all(spec.namespace, spec.name)
             self.jobs.delete(spec)
             self._remove_owned(spec.namespace, {f"Job/{spec.name}"})
         elif isinstance(spec, ControllerSpec):
+            for job in spec.jobs:
+                self.unborn.make_all(spec.namespace, job.name)
             self.owners.delete(spec)
             self._remove_owned(spec.namespace, {spec.owner, *(f"Job/{j.name}" for j in spec.jobs)})
             for gang_spec in spec.gangs:
@@ -264,9 +273,17 @@ class Simulation:
             remove_object(self, spec)
 
     def _remove_owned(self, namespace: str, owners: set[str]) -> None:
-        for pod in list(self.state.pods.values()):
-            if pod.spec.owner in owners and pod.spec.namespace == namespace:
-                self.remove_pod(pod, PodStatus.DELETED)
+        """Delete the pods of ``owners``, in the order they were created (a Job's pods made
+        late, see sim/unborn.py, by their arrival numbers)."""
+        doomed = [
+            pod
+            for pod in self.state.pods.values()
+            if pod.spec.owner in owners and pod.spec.namespace == namespace
+        ]
+        if self.unborn.deferred(namespace, owners):
+            doomed.sort(key=lambda pod: pod.seq)
+        for pod in doomed:
+            self.remove_pod(pod, PodStatus.DELETED)
 
     def remove_pod(self, pod: PodInfo, status: PodStatus) -> None:
         if pod.status in (PodStatus.SUCCEEDED, PodStatus.DELETED):
@@ -357,6 +374,7 @@ class Simulation:
             gang.namespace, gang.name, kind, gang.min_member, submit=self.now, queue=queue
         )
         self._queued(+1)
+        self.unborn.arrived(gang)
 
     def queued(self, delta: int) -> None:
         self._queued(delta)
@@ -423,8 +441,12 @@ class Simulation:
         self.sink(event)
 
     def _result(self) -> SimResult:
+        if self.unborn.tails and self._nothing_placed():
+            self.unborn.make_all()  # its message counts every pod
         for ident, record in self.records.items():
-            gang = self.state.gangs[ident]
+            gang = self.state.gangs.get(ident)
+            if gang is None:
+                continue  # a Job's pod not made yet (filled below)
             record.gpus = sum(self.gpu(pod) for pod in gang.members) / 1000
             record.min_member = gang.min_member  # a gang group learns it from its pods
             record.queue = self.state.queues.queue_of(gang)
@@ -440,6 +462,7 @@ class Simulation:
                 record.state = "running"
             else:
                 record.reason = gang.condition.message if gang.condition else ""
+        self.unborn.finish_records()
         gpu_capacity = (
             sum(float(self.state.table.total_allocatable()[c]) for c in self.gpu_columns) / 1000
         )
