@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -277,15 +278,9 @@ class Waiters:
     # -- what a plan looks at -------------------------------------------------------------
     def picks(self, session: Session) -> list[Candidate]:
         """The gangs a plan may reserve for, in rank order."""
-        settings = self.settings
         chosen: dict[int, Candidate] = {}
-        every = settings.mode == "conservative"
-        for lists, limit in (
-            (self._aged, settings.max_aged),
-            (self._big, None if every else settings.depth + SPARE),
-        ):
-            for listed in lists.values():
-                self._take(session, listed, limit, chosen)
+        for listed, limit in self._lists():
+            self._take(session, listed, limit, chosen)
         for who in chosen.values():
             who.rank = who.rank_in(session)
         return sorted(chosen.values(), key=lambda c: c.rank)
@@ -293,21 +288,28 @@ class Waiters:
     def leading(self) -> list[str]:
         """The gangs a plan may pick, and a few more (a superset, found without changing
         anything: the first waiting gangs of each list it takes from)."""
-        settings, out = self.settings, []
+        out = []
+        for listed, limit in self._lists():
+            taken = 0
+            for _, who in listed:
+                if limit is not None and taken >= limit + SPARE:
+                    break
+                if not who.gone and waiting(who.gang):
+                    out.append(who.gang.ident)
+                    taken += 1
+        return out
+
+    def _lists(self) -> Iterator[tuple[list[tuple[tuple[float, ...], Candidate]], int | None]]:
+        """Each list a plan takes from, with how many of it (None: all): the aged gangs of
+        each queue, then its big gangs."""
+        settings = self.settings
         every = settings.mode == "conservative"
         for lists, limit in (
             (self._aged, settings.max_aged),
             (self._big, None if every else settings.depth + SPARE),
         ):
             for listed in lists.values():
-                taken = 0
-                for _, who in listed:
-                    if limit is not None and taken >= limit + SPARE:
-                        break
-                    if not who.gone and waiting(who.gang):
-                        out.append(who.gang.ident)
-                        taken += 1
-        return out
+                yield listed, limit
 
     def _take(
         self,

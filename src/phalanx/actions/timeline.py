@@ -241,9 +241,10 @@ class Timeline:
         keep = np.ones(len(windows), dtype=bool)
         seen: set[tuple[bytes, int]] = set()
         for request, mask in zip(requests, masks, strict=True):
-            if (request.tobytes(), id(mask)) in seen:
+            shape = (request.tobytes(), id(mask))
+            if shape in seen:
                 continue
-            seen.add((request.tobytes(), id(mask)))
+            seen.add(shape)
             cols = np.flatnonzero(request)
             ok = np.all(self.free[:last, :, cols] >= request[cols], axis=2) & mask
             misses = np.zeros((last + 1, ok.shape[1]), dtype=np.int64)

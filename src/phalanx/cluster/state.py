@@ -577,9 +577,7 @@ class ClusterState:
             if key is _NOT_PARKED or isinstance(key, GatedClass):
                 continue
             if self._parked_at[ident] != self.freed:
-                gang = self.blocked[ident]
-                self._unpark(ident)
-                self._refresh_waiting(gang)
+                self.unblock(self.blocked[ident])
                 self.watched_woken.add(ident)
 
     def parked_for_room(self, ident: str) -> bool:
