@@ -34,8 +34,9 @@ gate refuses it, the gangs after it that the gate would refuse alike (they rank 
 run at least as long: ``refuses_alike``) are judged without an attempt and the first that is
 not is woken; when one is placed the next is woken; when one no longer fits, so does none of
 them and all are woken (to wait for room). A long queue of refused gangs thus costs a few
-attempts per change, not one per gang. With hints off no gang is parked Gated: the reference
-retries it every cycle.
+attempts per change, not one per gang, and the walks of one stamp go on where the last one
+stopped (the gangs it passed over were judged at that stamp), so a chain of them reads the
+class once. With hints off no gang is parked Gated: the reference retries it every cycle.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class Parked:
         self.members: dict[str, tuple[int, object]] = {}  # ident → (token, gang)
         self._heap: list[tuple[tuple[float, ...], str, int]] = []
         self._tokens = 0
+        self._sorted = True  # the heap is a sorted list (a walk keeps it so)
+        self._resume: tuple[Hashable, int] | None = None  # (stamp, where a walk goes on)
 
     def __len__(self) -> int:
         return len(self.members)
@@ -97,6 +100,7 @@ class Parked:
         self._tokens += 1
         self.members[ident] = (self._tokens, gang)
         heapq.heappush(self._heap, (order, ident, self._tokens))
+        self._sorted, self._resume = False, None
 
     def remove(self, ident: str) -> None:
         self.members.pop(ident, None)
@@ -107,24 +111,40 @@ class Parked:
         for ident, (_, gang) in list(self.members.items()):
             yield ident, gang
 
-    def first_unlike(self, alike: Callable[[object], bool]) -> tuple[str, object] | None:
+    def first_unlike(
+        self, alike: Callable[[object], bool], stamp: Hashable = None
+    ) -> tuple[str, object] | None:
         """Take out of the class its first gang, in order, for which ``alike`` is false (the
-        others looked at stay in the class)."""
+        others looked at stay in the class). With a ``stamp``, the gangs an earlier walk at
+        that same stamp passed over were judged then (refused alike) and are not looked at
+        again: a chain of walks at one stamp costs the length of the class once."""
         if len(self._heap) > 2 * len(self.members) + 16:
             self._heap = [e for e in self._heap if self.members.get(e[1], (0,))[0] == e[2]]
-        self._heap.sort()  # a sorted list is a heap: walked in order, nothing re-pushed
-        for entry in self._heap:
-            member = self.members.get(entry[1])
+            self._sorted, self._resume = False, None
+        if not self._sorted:
+            self._heap.sort()  # a sorted list is a heap: walked in order, nothing re-pushed
+            self._sorted, self._resume = True, None
+        resume = self._resume
+        begin = resume[1] if stamp is not None and resume is not None and resume[0] == stamp else 0
+        heap, members = self._heap, self.members
+        for index in range(begin, len(heap)):
+            entry = heap[index]
+            member = members.get(entry[1])
             if member is None or member[0] != entry[2]:
                 continue  # removed or re-added since: a stale entry
             if not alike(member[1]):
-                del self.members[entry[1]]  # its entry is stale from now on
+                del members[entry[1]]  # its entry is stale from now on
+                if stamp is not None:
+                    self._resume = (stamp, index + 1)
                 return entry[1], member[1]
+        if stamp is not None:
+            self._resume = (stamp, len(heap))
         return None
 
     def first(self, count: int) -> list[tuple[str, object]]:
         """Take the first ``count`` gangs in order out of the class."""
         out: list[tuple[str, object]] = []
+        self._sorted, self._resume = False, None  # popping re-orders the list
         while self._heap and len(out) < count:
             _, ident, token = heapq.heappop(self._heap)
             entry = self.members.get(ident)

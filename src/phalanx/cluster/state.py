@@ -605,7 +605,8 @@ class ClusterState:
         if parked is None or (parked.hint is None and not isinstance(key, GatedClass)):
             return None
         test = alike or (lambda gang: False)
-        found = parked.first_unlike(lambda gang: test(gang))  # type: ignore[arg-type]
+        walked = stamp if alike is not None and stamp is not MIXED else None
+        found = parked.first_unlike(lambda gang: test(gang), walked)  # type: ignore[arg-type]
         if not parked:
             self._drop_class(key)
         elif isinstance(key, GatedClass) and alike is not None:
