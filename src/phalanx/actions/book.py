@@ -181,7 +181,7 @@ class Book:
         before ``unit``'s (aged, or big with ``big_first``: it may rank first) or holds room
         from a preemption."""
         assert self.session is not None
-        carved, by_ident = self.carved, self.waiters.by_ident
+        carved, waiters, by_ident = self.carved, self.waiters, self.waiters.by_ident
         holds = self.session.state.queues.holds
         first = by_ident.get(unit.gang.ident)
         first_tier = OTHER if first is None else first.tier
@@ -192,6 +192,7 @@ class Book:
             who = by_ident.get(ident)
             if who is None or ident in carved or ident in holds or who.tier < first_tier:
                 return False
+            waiters.re_estimate(who)  # its estimate now, not when it was last looked at
             estimate = who.estimate
             return (math.inf if estimate is None else estimate.seconds) >= refused
 
@@ -396,6 +397,7 @@ class Book:
             return own.who.duration
         who = self.waiters.by_ident.get(unit.gang.ident)
         if who is not None:
+            self.waiters.re_estimate(who)  # its estimate now, not when it was last looked at
             return who.duration
         run = self.reserve.running.get(unit.gang.ident)
         if run is not None:  # elastic growth: until the gang's estimated end

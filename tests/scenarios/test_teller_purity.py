@@ -1,0 +1,31 @@
+"""The expected-start teller only tells: what the scheduler decides does not depend on how
+many expected starts it re-tells per cycle (the gate judges every gang by its estimate now,
+not by the one the teller last brought up to date)."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.actions import expect
+from phalanx.compare import load_workload
+from phalanx.sim.simulator import SimOptions, simulate
+
+# contended gangs of many shapes, learned estimates (none given): estimates move as gangs end
+WORKLOAD = "synthetic:jobs=400,nodes=4,mix=multi,load=2.0,max_duration=14400,seed={seed}"
+
+
+def _starts(seed: int) -> list[tuple[str, float | None]]:
+    doc = simulate(load_workload(WORKLOAD.format(seed=seed)), SimOptions(policy="phalanx"))
+    return sorted((g["name"], g["start"]) for g in doc.to_json()["gangs"])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_decisions_do_not_depend_on_how_often_expected_starts_are_retold(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(expect, "RETELL_MAX", 0)
+    never = _starts(seed)
+    monkeypatch.setattr(expect, "RETELL_MAX", 10_000)
+    always = _starts(seed)
+    assert any(start is None or start > 0 for _, start in never)  # gangs did wait
+    assert never == always
