@@ -41,6 +41,9 @@ class Teller:
         self.reserve = reserve
         self._due: list[tuple[float, int, str]] = []  # (when to tell again, seq, ident)
         self._carve_ends: dict[float, list[str]] = {}  # reserved end → who ends then
+        # (shape, duration) → the view's version and what ``earliest`` found on it
+        self._found: dict[tuple[bytes, float], tuple[tuple[int, int], tuple[float, Plan] | None]]
+        self._found = {}
 
     def tell(self, session: Session) -> None:
         book, waiters = self.reserve.book, self.reserve.waiters
@@ -90,14 +93,12 @@ class Teller:
     ) -> None:
         """Tell ``who`` its expected start on the view (gangs of one shape and duration in
         one cycle share the answer: ``cache``)."""
-        view = self.reserve.book.view
-        assert view is not None
         if not self.reserve.waiters.fresh(session, who):
             return
         self.reserve.waiters.re_estimate(who)
         key = (who.shape, who.duration)
         if key not in cache:
-            found = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+            found = self._earliest(session, who, key)
             why = None if found is None else self._why(session, *found, reserved=False)
             cache[key] = None if found is None or why is None else (found[0], why)
         told = cache[key]
@@ -109,6 +110,25 @@ class Teller:
         self._say(session, who, start, why)
         again = start if start > session.now else session.now + RETELL
         heapq.heappush(self._due, (again, who.seq, who.gang.ident))
+
+    def _earliest(
+        self, session: Session, who: Candidate, key: tuple[bytes, float]
+    ) -> tuple[float, Plan] | None:
+        """The earliest start of ``who`` on the view; an answer found in an earlier cycle on
+        the same view (nothing taken or given back since, only time passed) is reused while
+        it is not in the past."""
+        view = self.reserve.book.view
+        assert view is not None
+        known = self._found.get(key)
+        if known is not None and known[0] == view.version:
+            found = known[1]
+            if found is None or found[0] >= session.now:
+                return found
+        if len(self._found) > 4096:
+            self._found.clear()
+        found = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+        self._found[key] = (view.version, found)
+        return found
 
     def _resume(self, who: Candidate) -> None:
         """``who`` was told its expected start when it arrived (candidates.Arrival): it is

@@ -26,6 +26,7 @@ domains that cannot).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.resources import Vector
 
 Cube = npt.NDArray[np.int64]
+
+_SERIALS = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,13 @@ class Timeline:
         self.gpus = gpus
         self.gpu_col = gpu_col
         self._totals: Cube | None = None  # [K, R] positive free per row (a necessary bound)
+        self._serial, self._changes = next(_SERIALS), 0
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """Equal while this timeline holds what it held (time passing aside): an answer of
+        :meth:`earliest` found at or after ``now`` is then still the answer."""
+        return self._serial, self._changes
 
     @classmethod
     def of(
@@ -129,6 +139,7 @@ class Timeline:
         self.times = [t for t, kept in zip(self.times, keep.tolist(), strict=True) if kept]
         self.free, self.gpus = self.free[keep], self.gpus[keep]
         self._totals = None
+        self._changes += 1
 
     def row(self, at: float) -> int:
         """The row starting at ``at`` (added if needed); ``len(times)`` for ``at`` = ∞."""
@@ -166,6 +177,7 @@ class Timeline:
         in a few vector operations (a gang's slots often share a node, and its pods a request
         vector); the distinct nodes touched, in order."""
         self._totals = None
+        self._changes += 1
         if not plan:
             return []
         nodes = [slot.node for slot in plan]
