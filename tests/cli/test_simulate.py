@@ -253,3 +253,21 @@ def test_queues_example_json_and_events(tmp_path: Path, capsys: pytest.CaptureFi
         ("default/vision-b", "reclaim", "default/speech-a"),
         ("default/vision-a", "preempt", "default/vision-urgent"),
     ]
+
+
+def test_simulate_takes_a_workload_as_compare_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "synthetic:jobs=12,nodes=2,seed=4", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["completed"] == 12 and len(doc["gangs"]) == 12
+    assert main(["compare", "synthetic:jobs=12,nodes=2,seed=4", "--policies", "phalanx"]) == 0
+    assert "phalanx" in capsys.readouterr().out
+    nodes, jobs = write(tmp_path, NODE), tmp_path / "jobs.yaml"
+    jobs.write_text("---\n".join([GROUP, pod("p1"), pod("p2")]), encoding="utf-8")
+    assert main(["simulate", f"{nodes},{jobs}", "-o", "json"]) == 0  # comma-separated files
+    (group,) = [g for g in json.loads(capsys.readouterr().out)["gangs"] if g["name"] == "g"]
+    assert group["state"] == "completed"
+    assert main(["simulate", "nosuchtrace:x=1"]) == 2
+    err = capsys.readouterr().err
+    assert "nosuchtrace" in err and err.count("\n") == 1

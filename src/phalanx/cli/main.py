@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import IO, Any
@@ -33,6 +34,7 @@ from phalanx.compare import (
     COLUMNS,
     comparison_json,
     html_report,
+    load_workload,
     metrics_of,
     progress_for,
     run_policies,
@@ -44,6 +46,7 @@ from phalanx.report.format import run_notes, table_rows
 from phalanx.sim.estimates import MODELS
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
+from phalanx.traces import TRACE_NAMES
 
 SCORING_HELP = (
     "node scoring plugin for every policy (default: the policy's own); fgd descends the "
@@ -84,7 +87,9 @@ def parser() -> argparse.ArgumentParser:
     sim = commands.add_parser(
         "simulate",
         help="run the scheduler on a simulated cluster described by Kubernetes manifests",
-        description="Simulate FILEs (YAML manifests). With no FILE, run the built-in demo.",
+        description="Simulate FILEs (YAML manifests), or one workload as compare takes it "
+        "(FILE,FILE or a trace NAME:OPTIONS, e.g. philly:vc=6214e9,nodes=16). With no FILE, "
+        "run the built-in demo.",
     )
     sim.add_argument("files", nargs="*", metavar="FILE")
     sim.add_argument("--policy", default="phalanx", choices=sorted(POLICIES))
@@ -228,6 +233,8 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         for path in args.files:
             docs.extend(manifest_documents(path))
         workload = load_documents(docs, seed=args.seed)
+    elif len(args.files) == 1 and _names_a_workload(args.files[0]):
+        workload = load_workload(args.files[0], seed=args.seed)  # as ``compare`` takes it
     else:
         workload = load_files(args.files, seed=args.seed)
     announce_size(workload)
@@ -256,6 +263,14 @@ def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
         result = simulate(workload, options)
     out.write((run_json(result) if args.output == "json" else run_table(result)) + "\n")
     return 0
+
+
+def _names_a_workload(arg: str) -> bool:
+    """Is ``arg`` what ``compare`` takes and a path is not: a trace ``NAME[:OPTIONS]`` or
+    comma-separated files?"""
+    if arg == "-" or os.path.exists(arg):
+        return False
+    return "," in arg or ":" in arg or arg in TRACE_NAMES
 
 
 def _names(text: str | None) -> tuple[str, ...] | None:
