@@ -39,6 +39,7 @@ Expected starts are told by :mod:`phalanx.actions.expect` when the session close
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -101,6 +102,7 @@ class Book:
         self.epoch = 0
         #: gangs that started aged → the end of their protection (``protected``)
         self.shields: dict[str, float] = {}
+        self._shield_ends: list[tuple[float, str]] = []  # (until, ident), a heap
 
     @property
     def carves(self) -> list[Carve]:
@@ -131,16 +133,19 @@ class Book:
         return True
 
     def shield_ends(self) -> list[float]:
-        """When the protections in force end; those that ended (the gang ran its time, or
-        is no longer running) are forgotten."""
-        ends = []
-        for ident, until in list(self.shields.items()):
+        """When the first protection in force ends (none: empty), a wake-up for
+        preemptors; those that ended (the gang ran its time, or is no longer running) are
+        forgotten on the way, so a call costs what ended, not how many are in force."""
+        heap = self._shield_ends
+        while heap:
+            until, ident = heap[0]
             run = self.reserve.running.get(ident)
-            if run is None or not run.aged or self.now >= until:
+            if self.shields.get(ident) == until:
+                if run is not None and run.aged and self.now < until:
+                    return [until]
                 del self.shields[ident]
-            else:
-                ends.append(until)
-        return ends
+            heapq.heappop(heap)
+        return []
 
     @property
     def base(self) -> Timeline:
@@ -369,6 +374,7 @@ class Book:
         if aged:
             window = duration if math.isfinite(duration) else self.settings.aging or 0.0
             self.shields[gang.ident] = self.now + window
+            heapq.heappush(self._shield_ends, (self.now + window, gang.ident))
 
     def _short_of_heads(self, queue: str) -> bool:
         """Does ``queue`` hold fewer reservations than ``depth`` (its picks may all have

@@ -89,7 +89,7 @@ def shielded(session: Session, gang: GangInfo) -> Callable[[GangInfo], bool] | N
 
 
 def shield_ends(session: Session) -> list[float]:
-    """When the protections in force end (each is a wake-up for preemptors)."""
+    """When the first protection in force ends (a wake-up for preemptors)."""
     book = session.gate
     if not isinstance(book, Book):
         return []
