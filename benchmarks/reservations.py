@@ -28,9 +28,12 @@ from phalanx.sim.waits import bucket
 
 STARVATION = str(Path(__file__).parents[1] / "examples" / "04-starvation.yaml")
 CASES = {
-    "synthetic-0.8": "synthetic:mix=philly,load=0.8",
-    "synthetic-0.9": "synthetic:mix=philly,load=0.9",
-    "synthetic-1.0": "synthetic:mix=philly,load=1.0",
+    # contended: 5,000 jobs with durations capped at a day (uncapped, Philly's lognormal tail
+    # of up to 53 days sets the makespan and nothing queues); no commas in a case's name
+    **{
+        f"synthetic-{load}": f"synthetic:mix=philly,load={load},jobs=5000,max_duration=86400"
+        for load in ("0.8", "0.9", "1.0")
+    },
     "philly-ee9e8c-16": "philly:vc=ee9e8c,nodes=16",
     "philly-2869ce-8": "philly:vc=2869ce,nodes=8",
     "starvation": STARVATION,

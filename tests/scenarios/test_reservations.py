@@ -213,6 +213,25 @@ def test_aging_cap_ages_a_long_gang_at_the_cap(tmp_path: Path) -> None:
     assert starts(capped) == {"r": 0.0, "a": 100.0, "c": 200.0}
 
 
+def test_max_aged_reserves_for_that_many_aged_gangs_of_a_queue(tmp_path: Path) -> None:
+    """4 GPUs; r holds 3 until 100. a (3 GPUs) and b (4) age at 11 and 12. One aged
+    reservation: a's at 100 (the 4th GPU and r's 3), which c (1 GPU, 60-360) leaves room for,
+    so c starts at 60 and b, reserved when a starts, waits for c: 360. Two: b is reserved too,
+    at 200 after a, and c (until 360 or later) would delay it: c waits for b's end, 300."""
+    text = (
+        nodes(4)
+        + gang("r", 3, at=0, runs=100, estimate=100)
+        + gang("a", 3, at=1, runs=100, estimate=100)
+        + gang("b", 4, at=2, runs=100, estimate=100)
+        + gang("c", 1, at=60, runs=300, estimate=300)
+    )
+    aging = "reserve:mode=easy:min-gpus=1e9:aging=10s:aging-factor=0:big-first=false"
+    one, _ = run(tmp_path, text, (aging + ":max-aged=1", "allocate"))
+    assert starts(one) == {"r": 0.0, "a": 100.0, "b": 360.0, "c": 60.0}
+    two, _ = run(tmp_path, text, (aging + ":max-aged=2", "allocate"))
+    assert starts(two) == {"r": 0.0, "a": 100.0, "b": 200.0, "c": 300.0}
+
+
 def test_expected_starts_are_the_reservations(tmp_path: Path) -> None:
     result, events = run(tmp_path, SLURM_EXAMPLE, CONSERVATIVE)
     first = {g.name: g.expected_start_first for g in result.gangs}
