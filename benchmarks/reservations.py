@@ -85,6 +85,9 @@ RULES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "easy-33gpu-first-aged1-3x": reserve(
         min_gpus="33", aging="1h", aging_factor="3", max_aged="1", big_first="true"
     ),
+    "easy-33gpu-first-aged2-3x": reserve(
+        min_gpus="33", aging="1h", aging_factor="3", max_aged="2", big_first="true"
+    ),
     "aged1-3x": reserve(min_gpus="1e9", aging="1h", aging_factor="3", max_aged="1"),
     "aged1-1h": reserve(min_gpus="1e9", aging="1h", max_aged="1"),
     "aged-all-1h": reserve(min_gpus="1e9", aging="1h"),

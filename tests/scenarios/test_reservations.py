@@ -232,6 +232,24 @@ def test_max_aged_reserves_for_that_many_aged_gangs_of_a_queue(tmp_path: Path) -
     assert starts(two) == {"r": 0.0, "a": 100.0, "b": 200.0, "c": 300.0}
 
 
+def test_the_default_reserves_for_the_two_oldest_aged_gangs_of_a_queue(tmp_path: Path) -> None:
+    """``phalanx``'s default (``max-aged=2``, aging max(1 h, 3 × the estimate)): r holds 3 of
+    4 GPUs until 5000; a (3 GPUs) and b (4), estimated 1000 s, age at 3601 and 3602. Both are
+    reserved, a at 5000 and b at 6000, so c (1 GPU, 4000-7000) would delay b and waits for b's
+    end (7000). With one aged reservation c starts at 4000 beside a's, and b waits for c."""
+    text = (
+        nodes(4)
+        + gang("r", 3, at=0, runs=5000, estimate=5000)
+        + gang("a", 3, at=1, runs=1000, estimate=1000)
+        + gang("b", 4, at=2, runs=1000, estimate=1000)
+        + gang("c", 1, at=4000, runs=3000, estimate=3000)
+    )
+    default, _ = run(tmp_path, text, ("reserve", "allocate"))
+    assert starts(default) == {"r": 0.0, "a": 5000.0, "b": 6000.0, "c": 7000.0}
+    one, _ = run(tmp_path, text, ("reserve:max-aged=1", "allocate"))
+    assert starts(one) == {"r": 0.0, "a": 5000.0, "b": 7000.0, "c": 4000.0}
+
+
 def test_expected_starts_are_the_reservations(tmp_path: Path) -> None:
     result, events = run(tmp_path, SLURM_EXAMPLE, CONSERVATIVE)
     first = {g.name: g.expected_start_first for g in result.gangs}

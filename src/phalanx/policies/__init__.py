@@ -6,7 +6,7 @@ policy documents the source semantics it follows and lists its actions in order.
 - ``phalanx``: the engine's own policy — fair-share queues (:mod:`phalanx.plugins.queues`),
   reservations and backfill so that big gangs do not starve (the ``reserve`` action, see
   :mod:`phalanx.actions.reserve`: EASY backfill, the head of each queue reserved when it is
-  more than 32 GPUs, and the oldest gang of each queue that has waited max(1 h, 3 × its
+  more than 32 GPUs, and the two oldest gangs of each queue that have waited max(1 h, 3 × their
   estimate); learned estimates are the median of the shape's runtimes; ``allocate``
   backfills only what delays no reservation), gang-aware ``preempt`` and ``reclaim``
   (:mod:`phalanx.actions.preempt`, :mod:`phalanx.actions.reclaim`), gang units placed

@@ -79,7 +79,7 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 #: phalanx's default reservation rule (chosen from measurements: benchmarks/README.md,
 #: "Reservations and backfill"): EASY backfill, a reservation for the head of each queue if it
 #: is at least ``min_gpus`` GPUs (more than 32), ranked before every other gang of its queue
-#: (``big_first``), and for the oldest ``max_aged`` gang of each queue that has waited
+#: (``big_first``), and for the oldest ``max_aged`` gangs (two) of each queue that have waited
 #: ``max(aging, aging_factor × its estimate)`` (1 h, 3 ×); learned estimates are the median of
 #: the shape's runtimes.
 RESERVE = Settings(
@@ -88,7 +88,7 @@ RESERVE = Settings(
     aging=3600.0,
     min_gpus=33.0,
     aging_factor=3.0,
-    max_aged=1,
+    max_aged=2,
     quantile=0.5,
     big_first=True,
 )
