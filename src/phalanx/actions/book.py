@@ -56,7 +56,7 @@ from phalanx.actions.candidates import (
     nodes_text,
     rank_of,
 )
-from phalanx.actions.timeline import Plan, Slot, Timeline
+from phalanx.actions.timeline import Found, Memo, Plan, Slot, Timeline
 from phalanx.cluster.workloads import GangInfo
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Op, Statement
@@ -103,6 +103,7 @@ class Book:
         #: gangs that started aged → the end of their protection (``protected``)
         self.shields: dict[str, float] = {}
         self._shield_ends: list[tuple[float, str]] = []  # (until, ident), a heap
+        self._found = Memo()  # by (shape, duration), on the running gangs' timeline
 
     @property
     def carves(self) -> list[Carve]:
@@ -238,7 +239,7 @@ class Book:
             held = heads.get(who.queue, 0)
             if not (every or who.aged or held < settings.depth):
                 continue
-            found = self.view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+            found = self._earliest(who)
             if found is None:
                 continue
             start, plan = found
@@ -262,6 +263,20 @@ class Book:
                 carve.who.told = None  # no longer reserved: tell its start again
         if _carving(self.carved) != was:
             self.epoch += 1
+
+    def _earliest(self, who: Candidate) -> Found:
+        """The earliest start of ``who`` on the view. Until the plan carves, the view holds
+        what the running gangs' timeline holds: an answer found on that timeline in an
+        earlier plan is reused while it stands (:class:`Memo`)."""
+        view = self.view
+        assert view is not None
+
+        def search() -> Found:
+            return view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+
+        if self.carved:
+            return search()
+        return self._found.earliest((who.shape, who.duration), self.base.version, self.now, search)
 
     def _later(self, who: Candidate) -> tuple[float, Plan] | None:
         """The earliest start of ``who`` after now (and after its timeout backoff)."""

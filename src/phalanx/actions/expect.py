@@ -24,7 +24,7 @@ import math
 from typing import TYPE_CHECKING
 
 from phalanx.actions.candidates import Candidate, clock, nodes_text
-from phalanx.actions.timeline import Plan
+from phalanx.actions.timeline import Found, Memo, Plan
 from phalanx.framework.session import Session
 
 if TYPE_CHECKING:
@@ -41,9 +41,7 @@ class Teller:
         self.reserve = reserve
         self._due: list[tuple[float, int, str]] = []  # (when to tell again, seq, ident)
         self._carve_ends: dict[float, list[str]] = {}  # reserved end → who ends then
-        # (shape, duration) → the view's version and what ``earliest`` found on it
-        self._found: dict[tuple[bytes, float], tuple[tuple[int, int], tuple[float, Plan] | None]]
-        self._found = {}
+        self._found = Memo()  # by (shape, duration), on the book's view
 
     def tell(self, session: Session) -> None:
         book, waiters = self.reserve.book, self.reserve.waiters
@@ -111,24 +109,16 @@ class Teller:
         again = start if start > session.now else session.now + RETELL
         heapq.heappush(self._due, (again, who.seq, who.gang.ident))
 
-    def _earliest(
-        self, session: Session, who: Candidate, key: tuple[bytes, float]
-    ) -> tuple[float, Plan] | None:
+    def _earliest(self, session: Session, who: Candidate, key: tuple[bytes, float]) -> Found:
         """The earliest start of ``who`` on the view; an answer found in an earlier cycle on
-        the same view (nothing taken or given back since, only time passed) is reused while
-        it is not in the past."""
+        the same view is reused while it stands (:class:`Memo`)."""
         view = self.reserve.book.view
         assert view is not None
-        known = self._found.get(key)
-        if known is not None and known[0] == view.version:
-            found = known[1]
-            if found is None or found[0] >= session.now:
-                return found
-        if len(self._found) > 4096:
-            self._found.clear()
-        found = view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
-        self._found[key] = (view.version, found)
-        return found
+
+        def search() -> Found:
+            return view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+
+        return self._found.earliest(key, view.version, session.now, search)
 
     def _resume(self, who: Candidate) -> None:
         """``who`` was told its expected start when it arrived (candidates.Arrival): it is

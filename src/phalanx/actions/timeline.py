@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -308,6 +308,32 @@ class Timeline:
                 gpus[node, list(slot.gpus)] -= devices.per_device(milli)
             plan.append(slot)
         return tuple(plan)
+
+
+Found = tuple[float, Plan] | None
+
+
+class Memo:
+    """Earliest starts found on a timeline, by a key naming what was searched for: while the
+    timeline's :attr:`Timeline.version` is unchanged (nothing taken or given back, only time
+    passed) an answer not in the past is still the answer."""
+
+    LIMIT = 4096  # keys remembered at most (cleared past it)
+
+    def __init__(self) -> None:
+        self._known: dict[Hashable, tuple[tuple[int, int], Found]] = {}
+
+    def earliest(
+        self, key: Hashable, version: tuple[int, int], now: float, search: Callable[[], Found]
+    ) -> Found:
+        known = self._known.get(key)
+        if known is not None and known[0] == version and (known[1] is None or known[1][0] >= now):
+            return known[1]
+        if len(self._known) >= self.LIMIT:
+            self._known.clear()
+        found = search()
+        self._known[key] = (version, found)
+        return found
 
 
 def _total(plan: Sequence[Slot]) -> Vector:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from phalanx.actions.timeline import Timeline
+from phalanx.actions.timeline import Found, Memo, Timeline
 
 GPU_COL = 1
 MASK = np.array([True])
@@ -36,3 +36,29 @@ def test_after_skips_the_rows_up_to_it_and_windows_keep_their_length() -> None:
     assert start(line, 4, 10.0, after=0.0) == 20.0  # 4 only from 20 to 30
     assert start(line, 4, 15.0, after=0.0) is None
     assert start(line, 2, 15.0, after=20.0) == 30.0
+
+
+def test_memo_reuses_an_answer_while_the_timeline_holds_what_it_held() -> None:
+    """0 GPUs free until 10, 4 from 10: a 4-GPU gang starts at 10. Time passing keeps the
+    answer (and its version); a take changes the version and the answer is searched again;
+    an answer in the past is searched again."""
+    line = timeline([0, 4], [0.0, 10.0])
+    request = np.array([1000, 4000], dtype=np.int64)
+    searches: list[float] = []
+
+    def search() -> Found:
+        searches.append(line.now)
+        return line.earliest([request], [MASK], 5.0)
+
+    memo = Memo()
+    found = memo.earliest("g", line.version, line.now, search)
+    assert found is not None and found[0] == 10.0
+    line.advance(4.0)
+    assert memo.earliest("g", line.version, line.now, search) == found
+    assert searches == [0.0]  # nothing taken or given back: reused
+    line.take(10.0, 30.0, found[1])
+    later = memo.earliest("g", line.version, line.now, search)
+    assert later is not None and later[0] == 30.0 and searches == [0.0, 4.0]
+    line.advance(31.0)
+    again = memo.earliest("g", line.version, line.now, search)
+    assert again is not None and again[0] == 31.0 and searches == [0.0, 4.0, 31.0]
