@@ -13,6 +13,10 @@ through :func:`load_all` or :func:`load_one`, which differ from ``yaml.safe_load
   clears ordinary files without parsing twice; only a file that could be too deep is scanned
   event by event, which stops at the first level too many.
 - **Errors** are :class:`InputError` s with the file as ``source`` and the line and column.
+  PyYAML 6.0.4 and later (their libyaml) refuse deep nesting themselves, with an error of
+  their own; it is reported as the same "nested more than … levels deep" line. libyaml counts
+  the document's root block too, so with it a block document of exactly 1,000 levels is
+  refused as well.
 
 The C loader is used when PyYAML has it (10× faster on large manifests).
 """
@@ -95,6 +99,9 @@ def yaml_error(exc: yaml.YAMLError, source: str) -> InputError:
     mark = exc.problem_mark or exc.context_mark
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     problem = exc.problem or exc.context or "malformed YAML"
+    if "nesting depth" in problem:  # PyYAML ≥ 6.0.4 has a depth limit of its own
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        return InputError(f"nested more than {MAX_DEPTH} levels deep{line}", source=source)
     context = exc.context_mark
     if exc.problem and exc.context and context is not None and context is not mark:
         problem += f" ({exc.context} started at line {context.line + 1})"
