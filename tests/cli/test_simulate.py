@@ -271,3 +271,9 @@ def test_simulate_takes_a_workload_as_compare_does(
     assert main(["simulate", "nosuchtrace:x=1"]) == 2
     err = capsys.readouterr().err
     assert "nosuchtrace" in err and err.count("\n") == 1
+    assert main(["simulate", f"{nodes},{tmp_path / 'absent.yaml'}"]) == 2
+    err = capsys.readouterr().err
+    assert "absent.yaml" in err and "not found" in err and err.count("\n") == 1
+    assert main(["compare", "gone.yaml,absent.yml"]) == 2  # no part exists: still files
+    err = capsys.readouterr().err
+    assert "'gone.yaml' not found" in err and err.count("\n") == 1

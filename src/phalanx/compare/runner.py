@@ -35,6 +35,11 @@ def workload_files(spec: str) -> list[str] | None:
     return None
 
 
+def _file_like(part: str) -> bool:
+    """Does ``part`` name a file rather than a trace (a path, or a manifest's suffix)?"""
+    return os.sep in part or part.lower().endswith((".yaml", ".yml", ".json"))
+
+
 def load_workload(spec: str, seed: int = 0) -> Workload:
     """The workload named by ``spec``: manifest file(s), or ``NAME[:OPTIONS]`` for a trace;
     ``seed`` completes manifests' ``generateName``."""
@@ -43,7 +48,7 @@ def load_workload(spec: str, seed: int = 0) -> Workload:
         return load_files(files, seed=seed)
     parts = [part.strip() for part in spec.split(",")]
     missing = [part for part in parts if not os.path.isfile(part)]
-    if len(missing) < len(parts) and ":" not in spec:
+    if ":" not in spec and (len(missing) < len(parts) or all(map(_file_like, parts))):
         raise InputError(f"workload file {missing[0]!r} not found", source=spec)
     from phalanx import traces  # lazily: the trace loaders are optional for this module
 
