@@ -605,7 +605,7 @@ class ClusterState:
         if parked is None or (parked.hint is None and not isinstance(key, GatedClass)):
             return None
         test = alike or (lambda gang: False)
-        walked = stamp if alike is not None and stamp is not MIXED else None
+        walked = stamp if alike is not None else None  # a refusal's stamp: a walk goes on
         found = parked.first_unlike(lambda gang: test(gang), walked)  # type: ignore[arg-type]
         if not parked:
             self._drop_class(key)
