@@ -97,6 +97,31 @@ spec:
     ]
 
 
+def test_controller_objects_carry_runtime_hints_and_deadlines_to_their_gang() -> None:
+    """A Volcano Job's or a Kubeflow job's own annotations (and a Kubeflow runPolicy's
+    activeDeadlineSeconds, an upper bound) are its gang's runtime hints and deadline."""
+    volcano = vcjob(f"{{tasks: [{task('worker', 2)}]}}").replace(
+        "metadata: {name: j}",
+        "metadata: {name: j, annotations: {phalanx.dev/runtime-estimate: 2h, "
+        "phalanx.dev/deadline: 6h}, labels: {kueue.x-k8s.io/max-exec-time-seconds: '9000'}}",
+    )
+    (job,) = load(volcano)
+    gang = job.gangs[0]
+    assert gang.runtime_hints == (("runtime-estimate", 7200.0), ("max-exec-time", 9000.0))
+    assert gang.deadline is not None and gang.deadline.due(100.0) == 21700.0
+    kubeflow = f"""apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: p}}
+spec:
+  runPolicy: {{activeDeadlineSeconds: 900}}
+  pytorchReplicaSpecs:
+    Master: {{replicas: 1, template: {{spec: {{{CONTAINER}}}}}}}
+"""
+    (job,) = load(kubeflow)
+    assert job.gangs[0].runtime_hints == (("activeDeadlineSeconds", 900.0),)
+    assert job.gangs[0].deadline is None
+
+
 def test_jobset_makes_child_jobs_and_lws_makes_groups() -> None:
     jobset = f"""apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet

@@ -1,14 +1,17 @@
-"""Helpers shared by the controller kinds: pod templates and joining controller-made gangs."""
+"""Helpers shared by the controller kinds: pod templates, joining controller-made gangs, and
+what the controller object itself says of its runtime and deadline."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from phalanx.api.errors import InputError
-from phalanx.api.specs import GangRef, GangSpec, PodSpec
+from phalanx.api.specs import Deadline, GangRef, GangSpec, PodSpec, RuntimeHints
 from phalanx.k8s.fields import Obj, child, fail, get_mapping
+from phalanx.k8s.meta import annotations_of, labels_of
 from phalanx.k8s.pods import convert_pod
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.runtime import deadline_of, runtime_hints
 
 
 def template_pod(
@@ -47,3 +50,13 @@ def join(pod: PodSpec, gang: GangSpec, role: str, path: str) -> PodSpec:
         declared_gang=None,
         queue=pod.queue or gang.queue,
     )
+
+
+def controller_hints(
+    top: Obj, spec: Obj | None = None, path: str = "spec"
+) -> tuple[RuntimeHints, Deadline | None]:
+    """The runtime hints (``phalanx.dev/runtime-estimate``, Kueue's max-exec-time, and
+    ``activeDeadlineSeconds`` of ``spec`` when given) and the ``phalanx.dev/deadline`` the
+    controller object carries, for the gang it makes (its pods' own hints come after)."""
+    annotations = annotations_of(top)
+    return runtime_hints(annotations, labels_of(top), spec, path), deadline_of(annotations)

@@ -32,7 +32,7 @@ from phalanx.k8s.fields import (
     get_resources,
     get_str,
 )
-from phalanx.k8s.kinds.common import join, template_pod
+from phalanx.k8s.kinds.common import controller_hints, join, template_pod
 from phalanx.k8s.meta import (
     DURATION,
     annotations_of,
@@ -104,6 +104,8 @@ def kubeflow_job_from_dict(
         path = child(policy_path, "priorityClass")
         timeout = get_int(policy, "scheduleTimeoutSeconds", policy_path, minimum=0)
         volcano = any(pod.scheduler_name == "volcano" for _, _, pod in replicas)
+        # runPolicy.activeDeadlineSeconds bounds the whole job: a hint as a pod's does
+        hints, deadline = controller_hints(top, run_policy, "spec.runPolicy")
         gang = GangSpec(
             namespace=namespace,
             name=name,
@@ -114,6 +116,8 @@ def kubeflow_job_from_dict(
             timeout_seconds=None if timeout is None else float(timeout),
             min_resources=get_resources(policy, "minResources", policy_path),
             duration=_duration(top, run_policy, replicas),
+            runtime_hints=hints,
+            deadline=deadline,
             origin=(
                 kind,
                 f"{policy_path}.minAvailable" if minimum is not None else f"spec.{SHAPES[kind][0]}",

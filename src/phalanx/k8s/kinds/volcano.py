@@ -50,7 +50,7 @@ from phalanx.k8s.fields import (
     get_mapping,
     get_str,
 )
-from phalanx.k8s.kinds.common import join, template_pod
+from phalanx.k8s.kinds.common import controller_hints, join, template_pod
 from phalanx.k8s.meta import (
     DURATION,
     annotations_of,
@@ -197,6 +197,7 @@ def volcano_job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> 
         priority = priorities.resolve(class_name, "spec.priorityClassName") if class_name else None
         topology = gang_topology(top, annotations_of(top))  # spec.networkTopology
         minimum = max(1, default_min if min_available is None else min_available)
+        hints, deadline = controller_hints(top)
         gang = GangSpec(
             namespace=namespace,
             name=name,
@@ -209,6 +210,8 @@ def volcano_job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> 
             topology=topology.constraint,
             subgroups=tuple(_subgroup(t[0], t[5]) for t in tasks if t[5] is not None),
             max_member=max_member_annotation(annotations_of(top), minimum),
+            runtime_hints=hints,
+            deadline=deadline,
             origin=("Job", "spec.minAvailable" if min_available is not None else "spec.tasks"),
         )
         scheduler = get_str(spec, "schedulerName", "spec") or "volcano"
