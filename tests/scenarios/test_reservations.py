@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from phalanx.actions.book import Book
 from phalanx.compare import load_workload
 from phalanx.k8s import load_files
 from phalanx.sim.metrics import SimResult
@@ -248,6 +249,31 @@ def test_the_default_reserves_for_the_two_oldest_aged_gangs_of_a_queue(tmp_path:
     assert starts(default) == {"r": 0.0, "a": 5000.0, "b": 6000.0, "c": 7000.0}
     one, _ = run(tmp_path, text, ("reserve:max-aged=1", "allocate"))
     assert starts(one) == {"r": 0.0, "a": 5000.0, "b": 7000.0, "c": 4000.0}
+
+
+def test_a_gang_aging_behind_the_aged_reservations_makes_no_new_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default reserves for the two oldest aged gangs of a queue. r holds all 4 GPUs until
+    10000; a, b, c and d (4 GPUs each, estimated 100 s) age at 3601-3604; e, older than all of
+    them but estimated 2000 s, ages at 6000.5. Each aging wakes a cycle, but only a gang that
+    lands among the two oldest aged (a, b, then e) changes the plan of reservations."""
+    plans: list[float] = []
+    make = Book.plan
+
+    def counted(book: Book) -> None:
+        plans.append(book.now)
+        make(book)
+
+    monkeypatch.setattr(Book, "plan", counted)
+    text = nodes(4) + gang("r", 4, at=0, runs=10000, estimate=10000)
+    text += gang("e", 4, at=0.5, runs=100, estimate=2000)
+    for i, name in enumerate("abcd"):
+        text += gang(name, 4, at=i + 1, runs=100, estimate=100)
+    result, _ = run(tmp_path, text, ("reserve", "allocate"))
+    aging = [at for at in plans if 3600 < at < 10000]
+    assert aging == [3601.0, 3602.0, 6000.5]
+    assert starts(result) == dict(r=0.0, e=10000.0, a=10100.0, b=10200.0, c=10300.0, d=10400.0)
 
 
 def test_expected_starts_are_the_reservations(tmp_path: Path) -> None:

@@ -209,14 +209,32 @@ class Waiters:
                 who.aged = True
                 listed = self._aged.setdefault(who.queue, [])
                 bisect.insort(listed, ((who.gang.created, who.seq), who), key=_first)
-                cap = self.settings.max_aged
-                moved |= cap is None or len(listed) <= cap or listed[cap - 1][1] is not who
+                moved |= self._among_picks(session, listed, who, self.settings.max_aged)
         while self._heading and self._heading[0][0] <= session.now:
             who = heapq.heappop(self._heading)[2]
             if not who.gone:
                 self._list_big(who)
                 moved = True
         return moved
+
+    def _among_picks(
+        self,
+        session: Session,
+        listed: list[tuple[tuple[float, ...], Candidate]],
+        who: Candidate,
+        limit: int | None,
+    ) -> bool:
+        """Would a plan take ``who`` among the first ``limit`` of ``listed`` that still wait
+        (as ``_take`` does)? A gang aging behind ``limit`` older aged gangs changes no plan."""
+        taken = 0
+        for _, other in listed:
+            if limit is not None and taken >= limit:
+                return False
+            if other is who:
+                return True
+            if not other.gone and session.state.gangs.get(other.gang.ident) is other.gang:
+                taken += self.fresh(session, other)
+        return False
 
     def consider(self, session: Session, gang: GangInfo, since: float | None = None) -> bool:
         """``gang`` is new, or was not a candidate and changed: a candidate if it waits
