@@ -251,21 +251,27 @@ def test_the_default_reserves_for_the_two_oldest_aged_gangs_of_a_queue(tmp_path:
     assert starts(one) == {"r": 0.0, "a": 5000.0, "b": 7000.0, "c": 4000.0}
 
 
+@pytest.fixture
+def plans(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When each plan of reservations is made (the book's clock)."""
+    made: list[float] = []
+    make = Book.plan
+
+    def counted(book: Book) -> None:
+        made.append(book.now)
+        make(book)
+
+    monkeypatch.setattr(Book, "plan", counted)
+    return made
+
+
 def test_a_gang_aging_behind_the_aged_reservations_makes_no_new_plan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, plans: list[float]
 ) -> None:
     """The default reserves for the two oldest aged gangs of a queue. r holds all 4 GPUs until
     10000; a, b, c and d (4 GPUs each, estimated 100 s) age at 3601-3604; e, older than all of
     them but estimated 2000 s, ages at 6000.5. Each aging wakes a cycle, but only a gang that
     lands among the two oldest aged (a, b, then e) changes the plan of reservations."""
-    plans: list[float] = []
-    make = Book.plan
-
-    def counted(book: Book) -> None:
-        plans.append(book.now)
-        make(book)
-
-    monkeypatch.setattr(Book, "plan", counted)
     text = nodes(4) + gang("r", 4, at=0, runs=10000, estimate=10000)
     text += gang("e", 4, at=0.5, runs=100, estimate=2000)
     for i, name in enumerate("abcd"):
@@ -274,6 +280,26 @@ def test_a_gang_aging_behind_the_aged_reservations_makes_no_new_plan(
     aging = [at for at in plans if 3600 < at < 10000]
     assert aging == [3601.0, 3602.0, 6000.5]
     assert starts(result) == dict(r=0.0, e=10000.0, a=10100.0, b=10200.0, c=10300.0, d=10400.0)
+
+
+def test_the_first_gang_starts_on_a_stale_plan_without_planning_again(
+    tmp_path: Path, plans: list[float]
+) -> None:
+    """6 GPUs; s holds 2 until 300, r holds 4 and ends at 50, before its estimate (100): the
+    plan (a, 4 GPUs, reserved at 100; c, 4 GPUs, at 200) is stale. a ranks first, so no
+    fresher plan could put a reservation ahead of it: it starts at 50 on the stale plan, and
+    one plan follows its start (c now reserved at 150, when a ends). Before, the gate first
+    made the stale plan again without a (its pods allocated, it looked started), and a's start
+    then overdrew that plan: two plans."""
+    text = nodes(6) + gang("r", 4, at=0, runs=50, estimate=100)
+    text += gang("s", 2, at=0, runs=300, estimate=300)
+    text += gang("a", 4, at=1, runs=100, estimate=100)
+    text += gang("c", 4, at=2, runs=100, estimate=100)
+    result, events = run(tmp_path, text, EASY)
+    assert plans.count(50.0) == 1
+    assert starts(result) == {"r": 0.0, "s": 0.0, "a": 50.0, "c": 150.0}
+    told = [e["expected_start"] for e in events if e["type"] == "expect" and "/c" in e["gang"]]
+    assert told == [200.0, 150.0]  # when it arrived, and after a started
 
 
 def test_expected_starts_are_the_reservations(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ only when it must be: a start or an overrun that overdraws the view, the start o
 gang or of an intent in a queue short of ``depth`` reservations (the next of its queue may hold
 one) (``invalid``), an end that
 gives room back (``stale``: reservations may move earlier; re-planned when a gate decision or
-a due reservation needs it), a gang the plan would pick arriving or aging. A start that uses
+a due reservation needs it — not for a gang that ranks ahead of every gang a plan may pick:
+no plan can hold a reservation ahead of it), a gang the plan would pick arriving or aging. A start that uses
 room no reservation needs (backfill) changes nothing.
 
 As the session's gate, the book admits a placement only if every carve ranked ahead of the
@@ -321,14 +322,11 @@ class Book:
         assert self.session is not None
         if unit.gang.ident in self.session.state.queues.holds:
             return None  # its victims were evicted for it: the room is its own
+        if self.stale and not self.invalid and self._first_of_picks(unit):
+            return None  # no plan, however fresh, has a reservation ahead of it
         self.ensure()
         own = self.carved.get(unit.gang.ident)
-        if own is not None:
-            rank = own.who.rank
-        elif self._ranked is not None and self._ranked[0] is unit:
-            rank = self._ranked[1]
-        else:
-            rank = self._rank(unit)
+        rank = self._rank_of_unit(unit, own)
         ahead = [c for c in self.carved.values() if c is not own and c.who.rank < rank]
         if not ahead:
             return None
@@ -348,6 +346,29 @@ class Book:
         if refusal is not None and (known is None or duration < known[0]):
             self.refused[shape] = (duration, refusal)
         return refusal
+
+    def _rank_of_unit(self, unit: Unit, own: Carve | None) -> Rank:
+        if own is not None:
+            return own.who.rank
+        if self._ranked is not None and self._ranked[0] is unit:
+            return self._ranked[1]
+        return self._rank(unit)
+
+    def _first_of_picks(self, unit: Unit) -> bool:
+        """Does ``unit`` rank ahead of every gang a plan may reserve for, and of every carve?
+        Then a stale plan (room came back since it was made) need not be made again for it:
+        reservations only move earlier, and none can rank ahead of it. The re-plan waits for
+        a gate decision that needs it (the gangs a plan picks are few, except in
+        ``conservative`` mode, where every waiting gang is one: there it is made now)."""
+        assert self.session is not None
+        if self.settings.mode == "conservative":
+            return False
+        ident = unit.gang.ident
+        rank = self._rank_of_unit(unit, self.carved.get(ident))
+        if any(c.who.rank < rank for i, c in self.carved.items() if i != ident):
+            return False
+        picks = self.waiters.picks(self.session)
+        return all(rank < who.rank for who in picks if who.gang.ident != ident)
 
     def _trial(self, ahead: list[Carve], end: float, stmt: Statement) -> str | None:
         trial = self.base.copy()
