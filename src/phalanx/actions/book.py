@@ -16,8 +16,8 @@ gang or of an intent in a queue short of ``depth`` reservations (the next of its
 one) (``invalid``), an end that
 gives room back (``stale``: reservations may move earlier; re-planned when a gate decision or
 a due reservation needs it — not for a gang that ranks ahead of every gang a plan may pick:
-no plan can hold a reservation ahead of it), a gang the plan would pick arriving or aging. A start that uses
-room no reservation needs (backfill) changes nothing.
+no plan can hold a reservation ahead of it), a gang the plan would pick arriving or aging. A
+start that uses room no reservation needs (backfill) changes nothing.
 
 As the session's gate, the book admits a placement only if every carve ranked ahead of the
 unit can still be placed no later than its reserved start with the unit running until its

@@ -57,16 +57,29 @@ class Estimates:
         self._learned: dict[Key, float] = {}  # the quantile, until the next observation
         self._keys: dict[str, tuple[int, Key]] = {}  # gang ident → (members, its key)
         self._changes: dict[Key, int] = {}  # shape → how often its learned estimate changed
+        #: gang ident → (its spec, its generation, its own best hint): hints are read from the
+        #: spec and the members' specs, which change only with them
+        self._hinted: dict[str, tuple[object, int, Estimate | None]] = {}
 
     def estimate(self, gang: GangInfo) -> Estimate | None:
-        for source, seconds in hints(gang):
-            return Estimate(seconds, source)
+        hinted = self._hint(gang)
+        if hinted is not None:
+            return hinted
         learned = self._learned.get(self.key_of(gang))
         if learned is not None:
             return Estimate(learned, LEARNED)
         if self.default is not None:
             return Estimate(self.default, DEFAULT)
         return None
+
+    def _hint(self, gang: GangInfo) -> Estimate | None:
+        """The gang's own best runtime hint (None: it gives none)."""
+        known = self._hinted.get(gang.ident)
+        if known is None or known[0] is not gang.spec or known[1] != gang.generation:
+            best = next(iter(hints(gang)), None)
+            hint = None if best is None else Estimate(best[1], best[0])
+            known = self._hinted[gang.ident] = (gang.spec, gang.generation, hint)
+        return known[2]
 
     def observe(self, gang: GangInfo, runtime: float) -> bool:
         """A gang of this shape ran ``runtime`` seconds; True if its learned estimate (which
@@ -75,6 +88,7 @@ class Estimates:
         runs = self._seen.setdefault(shape, deque(maxlen=self.window))
         runs.append(max(runtime, 0.0))
         self._keys.pop(gang.ident, None)
+        self._hinted.pop(gang.ident, None)
         if len(runs) < self.min_samples:
             return False
         before = self._learned.get(shape)
