@@ -22,8 +22,8 @@ def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str
     captured = capsys.readouterr()
     assert captured.err == ""  # no progress bar unless stderr is a terminal
     doc = json.loads(captured.out)
-    assert set(doc) == {"workload", "seed", "policies"}
-    assert doc["workload"] == DEADLOCK and doc["seed"] == 4
+    assert set(doc) == {"workload", "seed", "estimates", "policies"}
+    assert doc["workload"] == DEADLOCK and doc["seed"] == 4 and doc["estimates"] == "given"
     assert list(doc["policies"]) == list(COMPARED)  # the default list, in its order
     for metrics in doc["policies"].values():
         domains = ["gangs_in_one_domain", "mean_domains_per_gang", "fragmentation_by_domain"]
@@ -58,6 +58,21 @@ def test_table_one_row_per_policy_human_units(capsys: pytest.CaptureFixture[str]
     assert rows["phalanx"][1] == "18" and rows["kube-default"][1] == "12"
     assert "10m00s" in rows["phalanx"] and "$13.98" in rows["kube-default"]
     assert any(cell.endswith("%") for cell in rows["phalanx"])
+
+
+def test_the_estimate_model_is_named_in_the_table_json_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A comparison run with estimates other than the manifests' own says which it had: its
+    figures (reservations, backfill) depend on them."""
+    report = tmp_path / "report.html"
+    args = ["compare", STARVATION, "--policies", "volcano,phalanx", "--until", "2h"]
+    assert main([*args, "--estimates", "perfect", "--report", str(report)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"workload {STARVATION} · seed 0 · estimates perfect · until 2h00m"
+    assert '<p class="meta">seed 0 · estimates perfect · until 2h00m · ' in report.read_text()
+    assert main([*args, "--estimates", "noisy", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["estimates"] == "noisy"
 
 
 def test_report_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

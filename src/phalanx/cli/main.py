@@ -42,7 +42,7 @@ from phalanx.compare import (
 from phalanx.k8s import load_documents, load_files
 from phalanx.k8s.load import manifest_documents
 from phalanx.policies import COMPARED, POLICIES, SCORINGS
-from phalanx.report.format import run_notes, table_rows
+from phalanx.report.format import estimates_note, run_notes, table_rows
 from phalanx.sim.estimates import MODELS
 from phalanx.sim.metrics import DEFAULT_GPU_HOUR_PRICE
 from phalanx.sim.simulator import SimOptions, simulate
@@ -182,18 +182,23 @@ def compare_command(args: argparse.Namespace, out: IO[str]) -> int:
         estimates=args.estimates,
     )
     if args.report:
-        page = html_report(args.workload, args.seed, results, until=args.until)
+        page = html_report(
+            args.workload, args.seed, results, until=args.until, estimates=args.estimates
+        )
         with open(args.report, "w", encoding="utf-8") as report:
             report.write(page)
     if args.output == "json":
-        out.write(json.dumps(comparison_json(args.workload, args.seed, results), indent=2) + "\n")
+        doc = comparison_json(args.workload, args.seed, results, estimates=args.estimates)
+        out.write(json.dumps(doc, indent=2) + "\n")
         return 0
-    horizon = "" if args.until is None else f" · until {format_duration(args.until)}"
+    context = estimates_note(args.estimates)
+    if args.until is not None:
+        context += f" · until {format_duration(args.until)}"
     if args.scoring is not None:
-        horizon += f" · scoring {args.scoring}"
+        context += f" · scoring {args.scoring}"
     rows = table_rows(COLUMNS, metrics_of(results))
     lines = [
-        f"workload {args.workload} · seed {args.seed}{horizon}",
+        f"workload {args.workload} · seed {args.seed}{context}",
         table(["POLICY", *(c.header for c in COLUMNS)], rows),
         *run_notes(results),
     ]

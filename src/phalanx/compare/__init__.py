@@ -30,9 +30,14 @@ def metrics_of(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, 
 
 
 def comparison_json(
-    workload: str, seed: int, results: Mapping[str, Mapping[str, Any]]
+    workload: str,
+    seed: int,
+    results: Mapping[str, Mapping[str, Any]],
+    *,
+    estimates: str = "given",
 ) -> dict[str, Any]:
-    """``{"workload", "seed", "policies": {NAME: {metric: value}}}`` (seconds, percent); each
+    """``{"workload", "seed", "estimates", "policies": {NAME: {metric: value}}}`` (seconds,
+    percent; ``estimates``: the ``--estimates`` model the runs had); each
     policy also carries ``gangs_in_one_domain``, ``mean_domains_per_gang`` and
     ``fragmentation_by_domain`` per topology level (empty without a topology), its run's
     ``eta_error``, ``max_wait_by_size`` and deadline counts, and ``queues``: the run's
@@ -52,7 +57,7 @@ def comparison_json(
             **{key: run.get(key) for key in WAIT_KEYS},
             "queues": queues,
         }
-    return {"workload": workload, "seed": seed, "policies": policies}
+    return {"workload": workload, "seed": seed, "estimates": estimates, "policies": policies}
 
 
 #: Per-run figures ``compare -o json`` copies as they are (see phalanx.sim.waits).
@@ -66,10 +71,12 @@ def html_report(
     *,
     until: float | None = None,
     gantt_limit: int = 200,
+    estimates: str = "given",
 ) -> str:
     return render_report(
         workload=workload,
         seed=seed,
+        estimates=estimates,
         results=results,
         metrics=metrics_of(results),
         columns=COLUMNS,

@@ -78,6 +78,12 @@ def table_rows(
     ]
 
 
+def estimates_note(estimates: str) -> str:
+    """`` · estimates MODEL`` for a comparison whose schedulers saw runtime estimates of the
+    ``--estimates`` model MODEL; empty for ``given`` (the manifests' own hints, the default)."""
+    return "" if estimates == "given" else f" · estimates {estimates}"
+
+
 def run_notes(results: Mapping[str, Mapping[str, object]]) -> list[str]:
     """One line per fact a reader of a comparison must not miss: gangs that ran the default
     duration (real manifests carry none), and each policy that placed no pod, with why."""

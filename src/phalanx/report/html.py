@@ -17,6 +17,7 @@ from phalanx.report.format import (
     Column,
     Value,
     best_rows,
+    estimates_note,
     format_value,
     human_time,
     run_notes,
@@ -102,10 +103,12 @@ def render_report(
     until: float | None = None,
     gantt_limit: int = 200,
     color_order: Sequence[str] = (),
+    estimates: str = "given",
 ) -> str:
     """The HTML document. ``results``: each policy's ``SimResult.to_json()``, in row order;
     ``metrics``: each policy's metrics, keyed like ``columns``; ``color_order``: policies in
-    the order that assigns their colors (see :func:`~phalanx.report.plots.styles`)."""
+    the order that assigns their colors (see :func:`~phalanx.report.plots.styles`);
+    ``estimates``: the runs' ``--estimates`` model, named in the heading unless ``given``."""
     names = list(results)
     policy_styles = styles(names, color_order)
     first = next(iter(results.values()), {})
@@ -183,7 +186,8 @@ def render_report(
     title = f"phalanx compare — {workload} (seed {seed})"
     body = [
         f"<h1>phalanx compare: <code>{esc(workload)}</code></h1>",
-        f'<p class="meta">seed {seed} · {esc(horizon)} · {gangs} gangs · '
+        f'<p class="meta">seed {seed}{esc(estimates_note(estimates))} · {esc(horizon)} · '
+        f"{gangs} gangs · "
         f"{capacity:g} GPUs · policies: {esc(', '.join(names))}</p>",
         "<h2>Metrics</h2>",
         metrics_table(columns, metrics, policy_styles),
