@@ -6,7 +6,8 @@ figure where users give none):
 1. the author's ``phalanx.dev/runtime-estimate`` (on the PodGroup, else on its pods);
 2. ``activeDeadlineSeconds`` of its pods (an upper bound: the kubelet kills them past it);
 3. Kueue's ``kueue.x-k8s.io/max-exec-time-seconds`` (an upper bound too);
-4. learned online: the ``quantile`` (default 0.8) of the observed runtimes of the last
+4. learned online: the ``quantile`` (0.8 here; ``phalanx``'s reserve action, ``RESERVE`` in
+   :mod:`phalanx.policies.registry`, uses the median) of the observed runtimes of the last
    ``window`` finished gangs of the same namespace, queue and shape (member count and
    total requests), once at least ``min_samples`` have finished;
 5. the configured ``default`` (none by default: the estimate is then *unknown*).
