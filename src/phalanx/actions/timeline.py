@@ -18,9 +18,11 @@ estimated runtime: the window's free resources are the minimum over its rows (a 
 free in the window only if it is free in every row), and the pods are placed greedily, best fit
 by GPUs, on nodes their static placement allows — and, given ``domains`` (topology: see
 :meth:`phalanx.framework.session.Session.reservation_domains`), all inside the first domain
-where they fit in that window. A necessary check on the cluster's totals, vectorised over every
-window at once, skips windows that cannot fit before any placement is tried (and per domain,
-domains that cannot).
+where they fit in that window. Necessary checks, vectorised over every window at once, skip
+windows that cannot fit before any placement is tried: each distinct pod needs a node it may use
+with room for it in every row, and a gang of several pods needs them all in the cluster's totals
+(and per domain, domains that cannot hold them are skipped). Only the first window left is
+placed, as a rule; the checks never change which window that is, only how few are tried.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Timeline:
         self.gpus = gpus
         self.gpu_col = gpu_col
         self._totals: Cube | None = None  # [K, R] positive free per row (a necessary bound)
+        self._at: npt.NDArray[np.float64] | None = None  # times as an array
         self._serial, self._changes = next(_SERIALS), 0
 
     @property
@@ -127,6 +130,7 @@ class Timeline:
             self.gpus = self.gpus[k:]
             self._totals = None
         self.times[0] = now
+        self._at = None
 
     def compact(self) -> None:
         """Drop breakpoints where nothing changes (left by ends that moved)."""
@@ -138,7 +142,7 @@ class Timeline:
             return
         self.times = [t for t, kept in zip(self.times, keep.tolist(), strict=True) if kept]
         self.free, self.gpus = self.free[keep], self.gpus[keep]
-        self._totals = None
+        self._totals = self._at = None
         self._changes += 1
 
     def row(self, at: float) -> int:
@@ -152,7 +156,7 @@ class Timeline:
         self.times.insert(k, at)
         self.free = np.concatenate((self.free[:k], self.free[k - 1 :]))
         self.gpus = np.concatenate((self.gpus[:k], self.gpus[k - 1 :]))
-        self._totals = None
+        self._totals = self._at = None
         return k
 
     def take(self, start: float, end: float, plan: Plan) -> bool:
@@ -196,11 +200,10 @@ class Timeline:
                 share = sign * devices.per_device(int(slot.request[self.gpu_col]))
                 for device in slot.gpus:
                     shares[slot.node, device] = shares.get((slot.node, device), 0) + share
-        if (last - first) * len(shares) <= 64:  # a few elements: one by one is cheaper
-            for k in range(first, last):
-                gpus = self.gpus[k]
-                for (node, device), share in shares.items():
-                    gpus[node, device] += share
+        runs = _runs(shares)
+        if len(runs) <= 4:  # a few runs of devices: plain slices
+            for node, device, stop, share in runs:
+                self.gpus[first:last, node, device:stop] += share
         else:
             where = np.array(list(shares), dtype=np.intp)
             self.gpus[first:last, where[:, 0], where[:, 1]] += np.array(list(shares.values()))
@@ -219,19 +222,23 @@ class Timeline:
         """The first time (later than ``after``, no later than ``until``) from which the pods
         fit for ``duration`` seconds, and where (inside one of ``domains``, the first that
         holds them then, if any are given); ``None`` if they never do on this timeline."""
-        if self._totals is None:
-            self._totals = np.maximum(self.free, 0).sum(axis=1)
-        need = np.sum(requests, axis=0) if requests else np.zeros(self.free.shape[2], np.int64)
-        bad = np.concatenate(([0], np.cumsum(np.any(self._totals < need, axis=1))))
-        times = np.asarray(self.times)
-        rows = np.arange(len(times))
-        ends = np.maximum(np.searchsorted(times, times + duration), rows + 1)  # per row
-        starts = rows[(times <= until) & (times > after)]
-        windows = starts[bad[ends[starts]] == bad[starts]]
-        if len(windows) > 1:
-            windows = self._with_a_node(windows, ends, requests, masks)
-        for k in windows.tolist():
-            last = int(ends[k])
+        lo = bisect.bisect_right(self.times, after)
+        hi = bisect.bisect_right(self.times, until)
+        if lo >= hi:
+            return None
+        times = self._times()
+        starts = np.arange(lo, hi)
+        ends = np.maximum(np.searchsorted(times, times[lo:hi] + duration), starts + 1)
+        need = _need(requests, self.free.shape[2])
+        if len(requests) > 1:  # one pod: the node check below implies this one
+            bad = np.zeros(len(times) + 1, dtype=np.int64)
+            np.cumsum(np.logical_or.reduce(self.totals() < need, axis=1), out=bad[1:])
+            fit = bad[ends] == bad[starts]
+            starts, ends = starts[fit], ends[fit]
+        if len(starts) > 1:
+            fit = self._with_a_node(starts, ends, requests, masks)
+            starts, ends = starts[fit], ends[fit]
+        for k, last in zip(starts.tolist(), ends.tolist(), strict=True):
             free = self.free[k:last].min(axis=0)
             gpus = self.gpus[k:last].min(axis=0)
             plan = self._place_in(free, gpus, requests, masks, domains, need)
@@ -239,30 +246,45 @@ class Timeline:
                 return self.times[k], plan
         return None
 
+    def totals(self) -> Cube:
+        """``[K, R]``: the positive free resources of each row summed over nodes (kept until
+        the rows change)."""
+        if self._totals is None:
+            self._totals = np.ones(self.free.shape[1], np.int64) @ np.maximum(self.free, 0)
+        return self._totals
+
+    def _times(self) -> npt.NDArray[np.float64]:
+        """``times`` as an array (kept until a breakpoint is added or dropped)."""
+        if self._at is None:
+            self._at = np.array(self.times)
+        return self._at
+
     def _with_a_node(
         self,
-        windows: npt.NDArray[np.int64],
+        starts: npt.NDArray[np.int64],
         ends: npt.NDArray[np.int64],
         requests: Sequence[Vector],
         masks: Sequence[Mask],
-    ) -> npt.NDArray[np.int64]:
-        """Of the windows starting at rows ``windows`` (ending before rows ``ends``), those in
-        which each distinct pod has a node it may use with room for it in every row: a
-        necessary condition for a placement, checked for every window at once."""
-        last = int(ends[windows].max())
-        keep = np.ones(len(windows), dtype=bool)
+    ) -> npt.NDArray[np.bool_]:
+        """Which of the windows (rows ``starts[i]`` to before ``ends[i]``) give each distinct
+        pod a node it may use with room for it in every row: a necessary condition for a
+        placement, checked for every window at once."""
+        last = int(ends[-1])  # ends never decrease
+        rows = self.free[:last]
+        keep = np.ones(len(starts), dtype=bool)
         seen: set[tuple[bytes, int]] = set()
         for request, mask in zip(requests, masks, strict=True):
             shape = (request.tobytes(), id(mask))
             if shape in seen:
                 continue
             seen.add(shape)
-            cols = np.flatnonzero(request)
-            ok = np.all(self.free[:last, :, cols] >= request[cols], axis=2) & mask
+            cols = request.nonzero()[0]
+            ok = np.logical_and.reduce(rows[:, :, cols] >= request[cols], axis=2)
+            ok &= mask
             misses = np.zeros((last + 1, ok.shape[1]), dtype=np.int64)
             np.cumsum(~ok, axis=0, out=misses[1:])
-            keep &= np.any(misses[ends[windows]] == misses[windows], axis=1)
-        return windows[keep]
+            keep &= np.logical_or.reduce(misses[ends] == misses[starts], axis=1)
+        return keep
 
     def _place_in(
         self,
@@ -292,12 +314,13 @@ class Timeline:
     ) -> Plan | None:
         plan: list[Slot] = []
         for request, mask in zip(requests, masks, strict=True):
-            cols = np.flatnonzero(request)
-            fits = mask & np.all(free[:, cols] >= request[cols], axis=1)
+            cols = request.nonzero()[0]
+            fits = np.logical_and.reduce(free[:, cols] >= request[cols], axis=1)
+            fits &= mask
             milli = int(request[self.gpu_col])
             if milli:
                 fits &= devices.fits(gpus, milli)
-            candidates = np.flatnonzero(fits)
+            candidates = fits.nonzero()[0]
             if candidates.size == 0:
                 return None
             left = free[candidates, self.gpu_col] - milli  # best fit: fewest GPUs left over
@@ -334,6 +357,27 @@ class Memo:
         found = search()
         self._known[key] = (version, found)
         return found
+
+
+def _runs(shares: dict[tuple[int, int], int]) -> list[tuple[int, int, int, int]]:
+    """``(node, device, stop, share)``: the shares as runs of adjacent devices of one node
+    taking the same share (a gang's whole GPUs are mostly the first free ones of a node)."""
+    runs: list[tuple[int, int, int, int]] = []
+    for (node, device), share in sorted(shares.items()):
+        if runs and runs[-1][0] == node and runs[-1][2] == device and runs[-1][3] == share:
+            runs[-1] = (node, runs[-1][1], device + 1, share)
+        else:
+            runs.append((node, device, device + 1, share))
+    return runs
+
+
+def _need(requests: Sequence[Vector], width: int) -> Vector:
+    """The sum of the pods' requests."""
+    if len(requests) == 1:
+        return requests[0]
+    if not requests:
+        return np.zeros(width, np.int64)
+    return np.asarray(np.add.reduce(requests), dtype=np.int64)
 
 
 def _total(plan: Sequence[Slot]) -> Vector:
