@@ -188,7 +188,8 @@ class Timeline:
         distinct = list(dict.fromkeys(nodes))
         rows = self.free[first:last]
         if len(distinct) == 1:
-            rows[:, nodes[0]] += sign * _total(plan)
+            column = rows[:, nodes[0]]  # a view: added in place
+            column += sign * _total(plan)
         elif len(distinct) == len(nodes):
             rows[:, nodes] += sign * np.array([slot.request for slot in plan])
         else:
@@ -203,7 +204,8 @@ class Timeline:
         runs = _runs(shares)
         if len(runs) <= 4:  # a few runs of devices: plain slices
             for node, device, stop, share in runs:
-                self.gpus[first:last, node, device:stop] += share
+                shared = self.gpus[first:last, node, device:stop]  # a view
+                shared += share
         else:
             where = np.array(list(shares), dtype=np.intp)
             self.gpus[first:last, where[:, 0], where[:, 1]] += np.array(list(shares.values()))
@@ -271,6 +273,11 @@ class Timeline:
         placement, checked for every window at once."""
         last = int(ends[-1])  # ends never decrease
         rows = self.free[:last]
+        first = int(starts[0])
+        if int(starts[-1]) - first + 1 == len(starts):  # consecutive rows: a slice
+            at: slice | npt.NDArray[np.int64] = slice(first, first + len(starts))
+        else:
+            at = starts
         keep = np.ones(len(starts), dtype=bool)
         seen: set[tuple[bytes, int]] = set()
         for request, mask in zip(requests, masks, strict=True):
@@ -279,11 +286,12 @@ class Timeline:
                 continue
             seen.add(shape)
             cols = request.nonzero()[0]
-            ok = np.logical_and.reduce(rows[:, :, cols] >= request[cols], axis=2)
-            ok &= mask
-            misses = np.zeros((last + 1, ok.shape[1]), dtype=np.int64)
-            np.cumsum(~ok, axis=0, out=misses[1:])
-            keep &= np.logical_or.reduce(misses[ends] == misses[starts], axis=1)
+            short = np.logical_or.reduce(rows[:, :, cols] < request[cols], axis=2)
+            short |= ~mask
+            misses = np.zeros((last + 1, short.shape[1]), dtype=np.int32)  # up to each row
+            np.cumsum(short, axis=0, out=misses[1:])
+            fit = np.logical_or.reduce(misses[ends] == misses[at], axis=1)
+            keep &= fit
         return keep
 
     def _place_in(
@@ -326,10 +334,12 @@ class Timeline:
             left = free[candidates, self.gpu_col] - milli  # best fit: fewest GPUs left over
             node = int(candidates[np.argmin(left)])
             slot = Slot(node, request, devices.pick(gpus[node], milli))
+            plan.append(slot)
+            if len(plan) == len(requests):
+                break  # the last pod: nothing placed after it
             free[node] -= request
             if slot.gpus:
                 gpus[node, list(slot.gpus)] -= devices.per_device(milli)
-            plan.append(slot)
         return tuple(plan)
 
 
