@@ -293,7 +293,7 @@ class Book:
     def _carve(self, carve: Carve) -> None:
         assert self.view is not None
         self.carved[carve.who.gang.ident] = carve
-        self.view.take(carve.start, carve.end, carve.plan)
+        self.view.take(carve.start, carve.end, carve.plan, check=False)
 
     def _uncarve(self, carve: Carve) -> None:
         assert self.view is not None
@@ -372,7 +372,7 @@ class Book:
 
     def _trial(self, ahead: list[Carve], end: float, stmt: Statement) -> str | None:
         trial = self.base.copy()
-        trial.take(self.now, end, plan_of(stmt))
+        trial.take(self.now, end, plan_of(stmt), check=False)
         for carve in ahead:
             who = carve.who
             found = trial.earliest(
@@ -385,7 +385,7 @@ class Book:
                     f"(start {clock(carve.start, self.now)} on "
                     f"{nodes_text(self.session.table, [s.node for s in carve.plan])})"
                 )
-            trial.take(found[0], found[0] + who.duration, found[1])
+            trial.take(found[0], found[0] + who.duration, found[1], check=False)
         return None
 
     def started(self, unit: Unit, stmt: Statement) -> None:

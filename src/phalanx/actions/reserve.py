@@ -211,7 +211,7 @@ class Reserve:
     # -- the timeline and its listeners ----------------------------------------------------
     def _take(self, start: float, end: float, plan: Plan) -> None:
         assert self.base is not None
-        self.base.take(start, end, plan)
+        self.base.take(start, end, plan, check=False)
         self.book.took(start, end, plan)
 
     def _give(self, start: float, end: float, plan: Plan) -> None:

@@ -159,12 +159,12 @@ class Timeline:
         self._totals = self._at = None
         return k
 
-    def take(self, start: float, end: float, plan: Plan) -> bool:
-        """Take the plan's room over ``[start, end)``; True if that overdrew a node (some
-        resource or device below zero where the plan takes it)."""
+    def take(self, start: float, end: float, plan: Plan, *, check: bool = True) -> bool:
+        """Take the plan's room over ``[start, end)``; with ``check``, True if that overdrew
+        a node (some resource or device below zero where the plan takes it)."""
         first, last = self.row(start), self.row(end)
         nodes = self._add(first, last, plan, -1)
-        if not plan or first >= last:
+        if not check or not plan or first >= last:
             return False
         if len(nodes) == 1:  # a gang on one node: plain slices
             free, gpus = self.free[first:last, nodes[0]], self.gpus[first:last, nodes[0]]
@@ -185,11 +185,11 @@ class Timeline:
         if not plan:
             return []
         nodes = [slot.node for slot in plan]
-        distinct = list(dict.fromkeys(nodes))
+        distinct = list(dict.fromkeys(nodes)) if len(nodes) > 1 else nodes
         rows = self.free[first:last]
         if len(distinct) == 1:
             column = rows[:, nodes[0]]  # a view: added in place
-            column += sign * _total(plan)
+            column += sign * (plan[0].request if len(plan) == 1 else _total(plan))
         elif len(distinct) == len(nodes):
             rows[:, nodes] += sign * np.array([slot.request for slot in plan])
         else:
@@ -373,7 +373,7 @@ def _runs(shares: dict[tuple[int, int], int]) -> list[tuple[int, int, int, int]]
     """``(node, device, stop, share)``: the shares as runs of adjacent devices of one node
     taking the same share (a gang's whole GPUs are mostly the first free ones of a node)."""
     runs: list[tuple[int, int, int, int]] = []
-    for (node, device), share in sorted(shares.items()):
+    for (node, device), share in sorted(shares.items()) if len(shares) > 1 else shares.items():
         if runs and runs[-1][0] == node and runs[-1][2] == device and runs[-1][3] == share:
             runs[-1] = (node, runs[-1][1], device + 1, share)
         else:
