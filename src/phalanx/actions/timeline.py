@@ -21,8 +21,8 @@ by GPUs, on nodes their static placement allows — and, given ``domains`` (topo
 where they fit in that window. Necessary checks, vectorised over every window at once, skip
 windows that cannot fit before any placement is tried: each distinct pod needs a node it may use
 with room for it in every row, and a gang of several pods needs them all in the cluster's totals
-(and per domain, domains that cannot hold them are skipped). Only the first window left is
-placed, as a rule; the checks never change which window that is, only how few are tried.
+(and per domain, domains that cannot hold them are skipped). Being necessary, the checks never
+change which window is found, only how many are placed on the way (mostly one).
 """
 
 from __future__ import annotations
