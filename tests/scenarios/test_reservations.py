@@ -330,6 +330,27 @@ def test_an_overrun_moves_the_reservation_later_until_the_gang_really_ends(
     assert starts(result)["a"] == 250.0
 
 
+def test_an_overrun_is_expected_to_run_as_long_as_its_shape_ran_beyond_it(
+    tmp_path: Path,
+) -> None:
+    """One GPU; no hints, so estimates are learned (the median). a1..a5 run 100, 900, 1000,
+    100, 100 s one after another: the median is 100. x (started 2200) is estimated 100 s and
+    runs 950. When it overruns, the runtimes of its shape that went on longer than 100 s were
+    900 and 1000: it is expected to run their median, 950, so y's reservation moves once, to
+    x's real end, instead of by half x's time so far at each re-check (2360, 2440, ...)."""
+    text = nodes(1)
+    for i, runs in enumerate((100, 900, 1000, 100, 100)):
+        text += gang(f"a{i + 1}", 1, at=i, runs=runs, estimate=None)
+    text += gang("x", 1, at=5, runs=950, estimate=None)
+    text += gang("y", 1, at=2250, runs=10, estimate=None)
+    result, events = run(
+        tmp_path, text, ("reserve:mode=easy:aging=off:min-gpus=0:quantile=0.5", "allocate")
+    )
+    told = [e["expected_start"] for e in events if e["type"] == "expect" and "/y" in e["gang"]]
+    assert told == [2300.0, 3150.0]
+    assert starts(result)["y"] == 3150.0
+
+
 def test_a_gang_that_finishes_early_moves_the_reservation_earlier(tmp_path: Path) -> None:
     text = (
         nodes(2)

@@ -10,9 +10,11 @@ cycle it brings them up to date with what changed, in time proportional to the c
    back what their pods held from now to their estimated end; a gang holding nothing has
    ended, and if any member succeeded its observed runtime teaches the estimator
    (:mod:`phalanx.plugins.estimates`);
-2. an overrun (a running gang past its estimated end): it is expected to end
-   ``OVERRUN_GRACE`` of its time so far later (at least a minute), so reservations behind it
-   move later at each re-check, which thin out geometrically;
+2. an overrun (a running gang past its estimated end): it is expected to run as long as the
+   gangs of its shape that ran longer than it has did (the learned ``quantile`` of their
+   observed runtimes: the longer a heavy-tailed job has run, the longer it is likely to run
+   on), and at least ``OVERRUN_GRACE`` of its time so far longer (at least a minute), so
+   reservations behind it move later at each re-check, which thin out geometrically;
 3. the timeline's first row is checked against the cluster's free resources: anything else
    that changed them (pods of other schedulers, nodes, preemption) rebuilds it from the pods;
 4. new, changed and aged waiting gangs are taken in, and the book is the session's gate, which
@@ -136,7 +138,7 @@ class Reserve:
             if run is None or run.end != end:
                 continue
             self._unlist(run)
-            run.end = now + max(MIN_GRACE, OVERRUN_GRACE * (now - run.start))
+            run.end = self._overrun_end(run.gang, run.start, now)
             self._take(end, run.end, tuple(run.plan))
             self._list(run)
 
@@ -189,8 +191,19 @@ class Reserve:
             return math.inf, "no estimate"
         end = start + estimate.seconds
         if end <= now:  # overran its estimate
-            end = now + max(MIN_GRACE, OVERRUN_GRACE * (now - start))
+            end = self._overrun_end(gang, start, now)
         return end, f"estimate: {estimate.source}"
+
+    def _overrun_end(self, gang: GangInfo, start: float, now: float) -> float:
+        """When a gang that started at ``start`` and is past its estimated end is now expected
+        to end: when the gangs of its shape that ran longer did (the learned quantile of their
+        runtimes), but at least ``OVERRUN_GRACE`` of its time so far from now (at least
+        ``MIN_GRACE``). Learned medians under-estimate heavy-tailed runtimes; growing the
+        estimate only by half the time run at each overrun kept the reservations behind such a
+        gang always imminent, and their room idle, while it ran on."""
+        grace = now + max(MIN_GRACE, OVERRUN_GRACE * (now - start))
+        longer = self.estimates.beyond(gang, now - start, self.settings.quantile)
+        return grace if longer is None else max(grace, start + longer)
 
     # -- starts (from the book) ------------------------------------------------------------
     def started(
