@@ -202,7 +202,7 @@ class Reserve:
         estimate only by half the time run at each overrun kept the reservations behind such a
         gang always imminent, and their room idle, while it ran on."""
         grace = now + max(MIN_GRACE, OVERRUN_GRACE * (now - start))
-        longer = self.estimates.beyond(gang, now - start, self.settings.quantile)
+        longer = self.estimates.beyond(gang, now - start)
         return grace if longer is None else max(grace, start + longer)
 
     # -- starts (from the book) ------------------------------------------------------------

@@ -99,17 +99,17 @@ class Estimates:
         self._changes[shape] = self._changes.get(shape, 0) + 1
         return True
 
-    def beyond(self, gang: GangInfo, elapsed: float, q: float) -> float | None:
-        """The ``q`` quantile of the observed runtimes of ``gang``'s shape that ran longer
-        than ``elapsed`` (how long a gang that has run ``elapsed`` is likely to run in all);
-        None when fewer than ``min_samples - 1`` (at least two) did."""
+    def beyond(self, gang: GangInfo, elapsed: float) -> float | None:
+        """The ``quantile`` of the observed runtimes of ``gang``'s shape that ran longer than
+        ``elapsed`` (how long a gang that has run ``elapsed`` is likely to run in all); None
+        when fewer than ``min_samples - 1`` (at least two) did."""
         runs = self._seen.get(self.key_of(gang))
         if runs is None:
             return None
         longer = sorted(run for run in runs if run > elapsed)
         if len(longer) < max(self.min_samples - 1, 2):
             return None
-        return quantile(longer, q)
+        return quantile(longer, self.quantile)
 
     def version(self, gang: GangInfo) -> int:
         """Moves whenever the learned estimate ``gang``'s shape gets changes."""
