@@ -21,6 +21,10 @@ from a template carry its topology constraint); the runtime unit is a standalone
 template's, as the controller that creates it from the template copies them (the loader
 resolves the reference: :func:`template_ref`). A ``basic`` PodGroup groups without a gang.
 ``compositePodGroupTemplates``, ``disruptionMode`` and ``priority`` are not read.
+
+phalanx's own annotations count on a Workload (for each of its gangs) and on a standalone
+PodGroup as on any PodGroup: the runtime hints and deadline (:mod:`phalanx.k8s.runtime`) and
+the simulated duration; ``phalanx.dev/max-member`` on a standalone PodGroup.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.api.specs import GangSpec, TopologyConstraint
+from phalanx.api.specs import Deadline, GangSpec, RuntimeHints, TopologyConstraint
 from phalanx.k8s.fields import (
     Obj,
     as_mapping,
@@ -42,7 +46,19 @@ from phalanx.k8s.fields import (
     get_mapping,
     get_str,
 )
-from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
+from phalanx.k8s.meta import (
+    DURATION,
+    annotations_of,
+    describing,
+    duration_annotation,
+    labels_of,
+    max_member_annotation,
+    name_of,
+    namespace_of,
+    object_label,
+    root,
+)
+from phalanx.k8s.runtime import deadline_of, runtime_hints
 from phalanx.k8s.topology import gang_topology, workload_api
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
@@ -80,6 +96,10 @@ class WorkloadSpec:
     name: str
     pod_groups: dict[str, int | None]
     constraints: dict[str, TopologyConstraint] = field(default_factory=dict)
+    #: phalanx's annotations on the Workload, for each of its gangs
+    duration: float | None = None
+    runtime_hints: RuntimeHints = ()
+    deadline: Deadline | None = None
 
     @property
     def key(self) -> str:
@@ -96,6 +116,9 @@ class WorkloadSpec:
             min_member=min_count,
             api=WORKLOAD_GROUP,
             topology=self.constraints.get(pod_group),
+            duration=self.duration,
+            runtime_hints=self.runtime_hints,
+            deadline=self.deadline,
             origin=(f"Workload {self.key}", "spec.podGroups[].policy.gang.minCount"),
         )
 
@@ -153,7 +176,16 @@ def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
             constraint = None if v1alpha1 else workload_api(item, item_path)
             if constraint is not None:
                 constraints[group] = constraint
-        return WorkloadSpec(namespace_of(wl), name, groups, constraints)
+        annotations = annotations_of(wl)
+        return WorkloadSpec(
+            namespace_of(wl),
+            name,
+            groups,
+            constraints,
+            duration=duration_annotation(annotations, DURATION),
+            runtime_hints=runtime_hints(annotations, labels_of(wl)),
+            deadline=deadline_of(annotations),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +215,17 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> GangSpec | BasicGroup:
         if min_count is None:
             return BasicGroup(namespace, name)
         topology = gang_topology(pg, {})  # spec.schedulingConstraints.topology
+        annotations = annotations_of(pg)
         return GangSpec(
             namespace=namespace,
             name=name,
             min_member=min_count,
             api=WORKLOAD_GROUP,
             topology=topology.constraint,
+            duration=duration_annotation(annotations, DURATION),
+            runtime_hints=runtime_hints(annotations, labels_of(pg)),
+            deadline=deadline_of(annotations),
+            max_member=max_member_annotation(annotations, min_count),
             origin=("PodGroup", "spec.schedulingPolicy.gang.minCount"),
         )
 

@@ -10,6 +10,7 @@ import yaml
 from phalanx.api.errors import InputError
 from phalanx.api.specs import ControllerSpec, GangSpec, JobSpec, PodSpec
 from phalanx.k8s import load_documents
+from phalanx.k8s.workloads import workload_from_dict
 
 CONTAINER = "containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: '1'}}}]"
 
@@ -120,6 +121,45 @@ spec:
     (job,) = load(kubeflow)
     assert job.gangs[0].runtime_hints == (("activeDeadlineSeconds", 900.0),)
     assert job.gangs[0].deadline is None
+
+
+HINTS = (
+    "annotations: {phalanx.dev/runtime-estimate: 2h, phalanx.dev/deadline: 6h, "
+    "phalanx.dev/duration: 3h}, labels: {kueue.x-k8s.io/max-exec-time-seconds: '9000'}"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {{name: g, {HINTS}}}\n"
+        "spec: {minMember: 2, queue: q}\n",
+        f"apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: g, {HINTS}}}\n"
+        "spec: {schedulingPolicy: {gang: {minCount: 2}}}\n",
+    ],
+    ids=["kai", "workload-api"],
+)
+def test_podgroups_of_every_api_carry_runtime_hints_deadline_and_duration(text: str) -> None:
+    """phalanx's annotations count on a KAI PodGroup and a Workload API PodGroup as on any
+    PodGroup (they were once read only from pods, Volcano/coscheduling PodGroups and
+    controllers, so a KAI gang's estimate was unknown)."""
+    (gang,) = load(text)
+    assert isinstance(gang, GangSpec)
+    assert gang.runtime_hints == (("runtime-estimate", 7200.0), ("max-exec-time", 9000.0))
+    assert gang.deadline is not None and gang.deadline.due(100.0) == 21700.0
+    assert gang.duration == 10800.0
+
+
+def test_a_workloads_annotations_reach_each_of_its_gangs() -> None:
+    text = (
+        f"apiVersion: scheduling.k8s.io/v1alpha1\nkind: Workload\nmetadata: {{name: w, {HINTS}}}\n"
+        "spec: {podGroups: [{name: a, policy: {gang: {minCount: 2}}}]}\n"
+    )
+    workload = workload_from_dict(yaml.safe_load(text))
+    gang = workload.gang("a", "r1")
+    assert gang is not None and gang.name == "w-a-r1"
+    assert gang.runtime_hints == (("runtime-estimate", 7200.0), ("max-exec-time", 9000.0))
+    assert gang.deadline is not None and gang.duration == 10800.0
 
 
 def test_jobset_makes_child_jobs_and_lws_makes_groups() -> None:

@@ -6,7 +6,9 @@ own classes), ``spec.subGroups`` (also spelled ``subgroups``): each leaf subgrou
 ``minMember`` becomes a role minimum (a subgroup that is another's ``parent`` has none of its
 own); ``topologyConstraint`` on the PodGroup and on every subgroup, parents included, and each
 subgroup's ``parent`` are read by :func:`phalanx.k8s.topology.gang_topology`.
-``markUnschedulable`` is not modelled.
+``markUnschedulable`` is not modelled. phalanx's own annotations on the PodGroup count as on
+any PodGroup: the runtime hints and deadline (:mod:`phalanx.k8s.runtime`), the simulated
+duration and ``phalanx.dev/max-member``.
 
 Pods: annotation ``pod-group-name`` (KAI's podgrouper also sets it as a label) names the
 PodGroup; label ``kai.scheduler/subgroup-name`` is the pod's role; label
@@ -37,12 +39,15 @@ from phalanx.k8s.meta import (
     annotations_of,
     describing,
     duration_annotation,
+    labels_of,
+    max_member_annotation,
     name_of,
     namespace_of,
     object_label,
     root,
 )
 from phalanx.k8s.priority import PriorityTable
+from phalanx.k8s.runtime import deadline_of, runtime_hints
 from phalanx.k8s.topology import gang_topology
 
 API = "scheduling.run.ai"
@@ -86,7 +91,8 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
         min_member = 1 if minimum is None else check_int(minimum, "spec.minMember", minimum=1)
         class_name = get_str(spec, "priorityClassName", "spec")
         priority = priorities.get(class_name) if class_name else None
-        topology = gang_topology(pg, annotations_of(pg))
+        annotations = annotations_of(pg)
+        topology = gang_topology(pg, annotations)
         return GangSpec(
             namespace=namespace_of(pg),
             name=name,
@@ -95,11 +101,14 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
             role_minimums=_subgroups(spec),
             priority=priority,
             queue=get_str(spec, "queue", "spec") or "default",
-            duration=duration_annotation(annotations_of(pg), DURATION),
+            duration=duration_annotation(annotations, DURATION),
             topology=topology.constraint,
             role_topology=topology.roles,
             role_parents=topology.parents,
             subgroups=topology.subgroups,
+            runtime_hints=runtime_hints(annotations, labels_of(pg)),
+            deadline=deadline_of(annotations),
+            max_member=max_member_annotation(annotations, min_member),
         )
 
 
