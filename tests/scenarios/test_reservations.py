@@ -198,6 +198,23 @@ def test_strict_order_starts_gangs_in_submission_order() -> None:
     assert len(begun) == len(gangs) and begun == sorted(begun)
 
 
+def test_strict_order_holds_behind_a_head_whose_start_is_unknown(tmp_path: Path) -> None:
+    """r runs with no estimate, so the head h has no reserved start; strict FIFO still starts
+    nothing behind it (s once started at 2 and delayed h to 502)."""
+    text = (
+        nodes(4)
+        + gang("r", 2, at=0, runs=100, estimate=None)
+        + gang("h", 4, at=1, runs=50, estimate=50)
+        + gang("s", 1, at=2, runs=500, estimate=500)
+    )
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    result = simulate(load_files([path]), SimOptions(policy="fifo-reserve"))
+    assert starts(result) == {"r": 0, "h": 100, "s": 150}
+    easy, _ = run(tmp_path, text, EASY)
+    assert starts(easy) == {"r": 0, "h": 502, "s": 2}  # EASY cannot reserve: it backfills
+
+
 def test_aging_cap_ages_a_long_gang_at_the_cap(tmp_path: Path) -> None:
     """a ages after max(10 s, 100 × its 100 s estimate): never, unless the relative part is
     capped at 50 s; aged at 51 it is reserved at 100, so c (until 360) no longer starts at 60."""

@@ -24,8 +24,9 @@ unit can still be placed no later than its reserved start with the unit running 
 estimated end (no estimate: forever) — the unit uses room no reservation needs, or ends in
 time; elastic growth of a gang already running ranks after every reservation; a preemptor whose
 victims were evicted for it (it holds their room) is admitted. ``strict`` mode
-(``fifo-reserve``) admits nothing ranked after a reservation. A gang whose reservation is due
-starts on the nodes it reserved (``nodes_for``).
+(``fifo-reserve``) admits nothing ranked after a reservation, nor after a head whose start is
+unknown (something it waits for has no estimate): it blocks its queue, as strict FIFO does.
+A gang whose reservation is due starts on the nodes it reserved (``nodes_for``).
 
 A gang that starts after it has aged (on its reservation, or on room it found; either way it
 ranked ahead of every gang not aged) is ``protected`` for its estimated runtime (none: the
@@ -88,6 +89,9 @@ class Book:
         self.waiters = waiters
         self.view: Timeline | None = None  # the running gangs' timeline and every carve
         self.carved: dict[str, Carve] = {}  # gang ident → its carve
+        #: ``strict``: the picks the plan found no start for (a holder has no estimate): each
+        #: still blocks the gangs ranked behind it, as strict FIFO does
+        self.blocked: dict[str, Candidate] = {}
         self.invalid = True  # the view is overdrawn or its picks changed: plan again
         self.stale = False  # room came back: reservations may move earlier
         self.planned = False  # planned in this cycle
@@ -229,6 +233,7 @@ class Book:
         assert self.session is not None
         session, now, settings = self.session, self.now, self.settings
         before, self.carved = self.carved, {}
+        self.blocked = {}
         was = _carving(before)
         self.view = self.base.copy()
         self.invalid = self.stale = False
@@ -242,6 +247,9 @@ class Book:
                 continue
             found = self._earliest(who)
             if found is None:
+                if settings.mode == "strict":
+                    self.blocked[who.gang.ident] = who
+                    heads[who.queue] = held + 1
                 continue
             start, plan = found
             if start <= now and (
@@ -317,7 +325,7 @@ class Book:
         return {pod.key: slot.node for pod, slot in zip(own.who.pods, own.plan, strict=True)}
 
     def admits(self, unit: Unit, stmt: Statement) -> str | None:
-        if not self.carved and not self.invalid and not self.stale:
+        if not self.carved and not self.blocked and not self.invalid and not self.stale:
             return None
         assert self.session is not None
         if unit.gang.ident in self.session.state.queues.holds:
@@ -327,6 +335,9 @@ class Book:
         self.ensure()
         own = self.carved.get(unit.gang.ident)
         rank = self._rank_of_unit(unit, own)
+        blocker = next((b for b in self.blocked.values() if b.rank < rank), None)
+        if blocker is not None:
+            return f"strict order: waits behind {blocker.gang.key} (its start is unknown)"
         ahead = [c for c in self.carved.values() if c is not own and c.who.rank < rank]
         if not ahead:
             return None
@@ -397,6 +408,8 @@ class Book:
             self._uncarve(own)
             # the picks changed: the next gang of its queue may now hold a reservation
             self.invalid |= not own.intent or self._short_of_heads(own.who.queue)
+        elif self.blocked.pop(gang.ident, None) is not None:
+            self.invalid = True  # the next gang of its queue is now the head
         self.begun.add(gang.ident)
         self.waiters.drop(gang.ident)
         self.refused.clear()
