@@ -29,8 +29,9 @@ unknown (something it waits for has no estimate): it blocks its queue, as strict
 A gang whose reservation is due starts on the nodes it reserved (``nodes_for``).
 
 A gang that starts after it has aged (on its reservation, or on room it found; either way it
-ranked ahead of every gang not aged) is ``protected`` for its estimated runtime (none: the
-aging threshold): preemption spares it unless the preemptor aged too
+ranked ahead of every gang not aged), or as a big gang ranked first (``big_first``: ahead of
+higher priorities too, which would otherwise preempt it at once), is ``protected`` for its
+estimated runtime (none: the aging threshold): preemption spares it unless the preemptor aged too
 (:mod:`phalanx.actions.guard`).
 
 Known gap: a gang's unit places its members beyond ``minMember`` in the same statement as its
@@ -127,8 +128,9 @@ class Book:
 
     def protected(self, gang: GangInfo) -> bool:
         """Did ``gang`` start after it had aged (it then ranked ahead of every gang not aged,
-        reserved for or not) less than its estimated runtime ago (none: the aging threshold)?
-        Preempting it for a gang it outranked would only start the starvation again."""
+        reserved for or not), or as a big gang ranked first, less than its estimated runtime
+        ago (none: the aging threshold)? Preempting it for a gang it outranked would only start
+        the starvation again."""
         until = self.shields.get(gang.ident)
         if until is None:
             return False
@@ -417,7 +419,9 @@ class Book:
         plan = tuple(Slot(op.node, op.pod.request, op.gpus) for op in ops)
         source = "no estimate" if who is None or who.estimate is None else None
         source = source or f"estimate: {who.estimate.source}"  # type: ignore[union-attr]
-        aged = who is not None and who.aged  # it ranked ahead of every gang not aged
+        # it ranked ahead of every gang not aged (or, big with ``big_first``, of every other
+        # gang of its queue, higher priorities too): its rank is not to be undone by preemption
+        aged = who is not None and (who.aged or who.big)
         self.reserve.started(gang, [op.pod for op in ops], plan, self.now + duration, source)
         self.reserve.running[gang.ident].aged |= aged
         if aged:

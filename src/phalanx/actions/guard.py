@@ -12,9 +12,11 @@ may start on its room. The refusal names the reservation it would delay.
 
 Reservations are honoured after they start, too: a gang that started after it had aged (on
 the reservation of its queue's oldest, or on room it found: it ranked ahead of every gang not
-aged either way) is *protected* (:meth:`~phalanx.actions.book.Book.protected`) for its
-estimated runtime (without one, the aging threshold), so that the gangs it waited behind do
-not take it back at once and start its starvation again.
+aged either way), or as a big gang ranked first by ``big-first`` (ahead of every other gang of
+its queue, higher priorities too), is *protected*
+(:meth:`~phalanx.actions.book.Book.protected`) for its estimated runtime (without one, the
+aging threshold), so that the gangs it waited behind or outranked do not take it back at once
+(a low-priority big gang would start and be preempted again and again).
 While protected, the gang is never taken whole (``shielded``) by a preemptor that has not
 aged itself, whatever its priority (a big gang ranked first by ``big-first`` included: it ranks
 ahead of the aged reservations, but has not waited for its turn as this gang did); an aged
