@@ -9,8 +9,9 @@ stdout (and ``--out``). ``max_wait`` figures are in hours, JCT in hours, allocat
         [--estimates auto,given,perfect,noisy,none]
 
 ``--cases`` also takes workload specs (e.g. ``philly:vc=ee9e8c,nodes=14``); ``--rules`` the
-names of ``RULES`` or ``reserve:KEY=VALUE:...`` (over textbook EASY); ``--estimates auto``
-(the default) is ``perfect``, except ``given`` for the previous demo (``demo-200``).
+names of ``RULES``, ``reserve:KEY=VALUE:...`` (over textbook EASY) or ``phalanx:KEY=VALUE:...``
+(the policy, over its default); ``--estimates auto`` (the default) is ``perfect``, except
+``given`` for the previous demo (``demo-200``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ EASY = {
     "depth": "1",
     "aging": "off",
     "min-gpus": "0",
+    "min-share": "0",
     "aging-factor": "0",
     "max-aged": "all",
     "aging-cap": "off",
@@ -104,6 +106,8 @@ def rule_of(name: str) -> tuple[str, tuple[str, ...] | None]:
     if name in RULES:
         return RULES[name]
     base, *options = name.split(":")
+    if base == "phalanx":  # the policy, its reserve default changed by these options
+        return ("phalanx", (":".join(["reserve", *options]), "allocate", "preempt", "reclaim"))
     if base != "reserve":
         raise SystemExit(f"unknown rule {name!r} (choose from {', '.join(RULES)} or reserve:...)")
     return reserve(**dict(option.split("=", 1) for option in options))

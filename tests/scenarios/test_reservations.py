@@ -215,6 +215,22 @@ def test_strict_order_holds_behind_a_head_whose_start_is_unknown(tmp_path: Path)
     assert starts(easy) == {"r": 0, "h": 502, "s": 2}  # EASY cannot reserve: it backfills
 
 
+def test_min_share_reserves_for_a_gang_large_for_its_cluster(tmp_path: Path) -> None:
+    """h needs the whole 4-GPU cluster but is far below ``min-gpus``: a head reservation only
+    with ``min-share`` (more than half the cluster's GPUs), and then s no longer starts at 2."""
+    text = (
+        nodes(4)
+        + gang("r", 2, at=0, runs=100, estimate=100)
+        + gang("h", 4, at=1, runs=50, estimate=50)
+        + gang("s", 1, at=2, runs=500, estimate=500)
+    )
+    heads = "reserve:mode=easy:aging=off:min-gpus=33"
+    absolute, _ = run(tmp_path, text, (heads, "allocate"))
+    assert starts(absolute) == {"r": 0, "h": 502, "s": 2}
+    relative, _ = run(tmp_path, text, (heads + ":min-share=0.5", "allocate"))
+    assert starts(relative) == {"r": 0, "h": 100, "s": 150}
+
+
 def test_aging_cap_ages_a_long_gang_at_the_cap(tmp_path: Path) -> None:
     """a ages after max(10 s, 100 × its 100 s estimate): never, unless the relative part is
     capped at 50 s; aged at 51 it is reserved at 100, so c (until 360) no longer starts at 60."""

@@ -48,6 +48,8 @@ class Settings:
     depth: int = 1  # reservations per queue (easy, strict)
     aging: float | None = None  # seconds of waiting after which every gang is reserved
     min_gpus: float = 0.0  # easy: head reservations only for gangs at least this big
+    #: easy: ... or for gangs of more than this share of the cluster's schedulable GPUs (0: off)
+    min_share: float = 0.0
     aging_factor: float = 0.0  # a gang ages after max(aging, aging_factor × its estimate)
     max_aged: int | None = None  # aged gangs reserved per queue (None: all)
     aging_cap: float | None = None  # the relative part of aging at most this (None: no cap)
@@ -268,12 +270,20 @@ class Waiters:
         if not math.isinf(ages_at):
             heapq.heappush(self._aging, (ages_at, who.seq, gang.ident))
         if settings.mode != "conservative":
-            if who.gpus < settings.min_gpus:
+            if who.gpus < settings.min_gpus and not self._large_share(session, who):
                 return False
             if begun + settings.head_wait > session.now:  # listed when it has waited enough
                 heapq.heappush(self._heading, (begun + settings.head_wait, who.seq, who))
                 return False
         return self._list_big(who)
+
+    def _large_share(self, session: Session, who: Candidate) -> bool:
+        """Does ``who`` need more than ``min_share`` of the cluster's schedulable GPUs?"""
+        share = self.settings.min_share
+        if share <= 0.0:
+            return False
+        table = session.table
+        return who.gpus * 1000.0 > share * float(table.total_allocatable()[table.gpu_col])
 
     def _list_big(self, who: Candidate) -> bool:
         who.big = self.settings.big_first and self.settings.mode == "easy"

@@ -127,9 +127,10 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
     """The actions named, in order; an unknown name is an input error naming ``field``.
 
     ``reserve`` takes its settings after colons, e.g. ``reserve:mode=easy:aging=2h:min-gpus=16``
-    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``aging-factor``, ``max-aged``,
-    ``aging-cap``, ``head-wait``, ``quantile``, ``big-first``; unset ones keep ``reserve``'s
-    default; ``aging=off``, ``max-aged=all``, ``aging-cap=off``, ``big-first=true|false``).
+    (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``min-share``, ``aging-factor``,
+    ``max-aged``, ``aging-cap``, ``head-wait``, ``quantile``, ``big-first``; unset ones keep
+    ``reserve``'s default; ``aging=off``, ``max-aged=all``, ``aging-cap=off``,
+    ``big-first=true|false``; ``min-share`` is a fraction of the cluster's GPUs).
     """
     actions: list[Action] = []
     for name in names:
@@ -160,6 +161,8 @@ def _reserve(options: list[str], field: str) -> Action:
         raise InputError("reserve mode is easy, conservative or strict; depth ≥ 1", field=field)
     if not 0.0 < settings.quantile <= 1.0:
         raise InputError("reserve quantile is in (0, 1]", field=field)
+    if not 0.0 <= settings.min_share <= 1.0:
+        raise InputError("reserve min-share is in [0, 1]", field=field)
     return Reserve(settings)
 
 
@@ -168,6 +171,7 @@ _FIELDS = {
     "depth": "depth",
     "aging": "aging",
     "min-gpus": "min_gpus",
+    "min-share": "min_share",
     "aging-factor": "aging_factor",
     "max-aged": "max_aged",
     "aging-cap": "aging_cap",

@@ -55,10 +55,12 @@ def test_the_scheduler_builds_the_actions_in_the_order_named() -> None:
 
 
 def test_reserve_takes_its_settings_after_colons() -> None:
-    spec = "reserve:mode=conservative:aging=off:min-gpus=16:depth=2"
+    spec = "reserve:mode=conservative:aging=off:min-gpus=16:depth=2:min-share=0.25"
     (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
     assert isinstance(action, Reserve)
-    expected = replace(RESERVE, mode="conservative", depth=2, aging=None, min_gpus=16.0)
+    expected = replace(
+        RESERVE, mode="conservative", depth=2, aging=None, min_gpus=16.0, min_share=0.25
+    )
     assert action.settings == expected
     spec = "reserve:aging-cap=2d:head-wait=30m:quantile=0.8:aging-factor=2:max-aged=all:min-gpus=0"
     (action,) = Scheduler(get_policy("phalanx"), actions=[spec + ":big-first=false"]).actions
@@ -74,7 +76,8 @@ def test_reserve_takes_its_settings_after_colons() -> None:
         big_first=False,
     )
     bad_specs = ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1")
-    for bad in (*bad_specs, "reserve:quantile=0", "reserve:head-wait=off", "reserve:big-first=1"):
+    more = ("reserve:quantile=0", "reserve:head-wait=off", "reserve:big-first=1")
+    for bad in (*bad_specs, *more, "reserve:min-share=1.5"):
         with pytest.raises(InputError, match="reserve"):
             Scheduler(get_policy("phalanx"), actions=[bad])
     with pytest.raises(InputError, match="takes no options"):
