@@ -198,15 +198,20 @@ def test_strict_order_starts_gangs_in_submission_order() -> None:
     assert len(begun) == len(gangs) and begun == sorted(begun)
 
 
-def test_strict_order_holds_behind_a_head_whose_start_is_unknown(tmp_path: Path) -> None:
-    """r runs with no estimate, so the head h has no reserved start; strict FIFO still starts
-    nothing behind it (s once started at 2 and delayed h to 502)."""
-    text = (
+def whole_cluster_head(running_estimate: float | None) -> str:
+    """r (2 GPUs, until 100) runs; h needs all 4 GPUs from 1; s (1 GPU, 500 s) arrives at 2."""
+    return (
         nodes(4)
-        + gang("r", 2, at=0, runs=100, estimate=None)
+        + gang("r", 2, at=0, runs=100, estimate=running_estimate)
         + gang("h", 4, at=1, runs=50, estimate=50)
         + gang("s", 1, at=2, runs=500, estimate=500)
     )
+
+
+def test_strict_order_holds_behind_a_head_whose_start_is_unknown(tmp_path: Path) -> None:
+    """r runs with no estimate, so the head h has no reserved start; strict FIFO still starts
+    nothing behind it (s once started at 2 and delayed h to 502)."""
+    text = whole_cluster_head(None)
     path = tmp_path / "w.yaml"
     path.write_text(text)
     result = simulate(load_files([path]), SimOptions(policy="fifo-reserve"))
@@ -218,12 +223,7 @@ def test_strict_order_holds_behind_a_head_whose_start_is_unknown(tmp_path: Path)
 def test_min_share_reserves_for_a_gang_large_for_its_cluster(tmp_path: Path) -> None:
     """h needs the whole 4-GPU cluster but is far below ``min-gpus``: a head reservation only
     with ``min-share`` (more than half the cluster's GPUs), and then s no longer starts at 2."""
-    text = (
-        nodes(4)
-        + gang("r", 2, at=0, runs=100, estimate=100)
-        + gang("h", 4, at=1, runs=50, estimate=50)
-        + gang("s", 1, at=2, runs=500, estimate=500)
-    )
+    text = whole_cluster_head(100)
     heads = "reserve:mode=easy:aging=off:min-gpus=33"
     absolute, _ = run(tmp_path, text, (heads, "allocate"))
     assert starts(absolute) == {"r": 0, "h": 502, "s": 2}
