@@ -115,6 +115,15 @@ def test_without_reservations_the_same_gang_is_preempted_at_once(tmp_path: Path)
     assert evictions_of(events, "default/starved")[0] == (80 * 60, "default/urgent")
 
 
+def test_a_gang_preempted_and_made_again_keeps_its_size(tmp_path: Path) -> None:
+    """starved's 4-GPU pods are evicted and made again by their Job: its size (the JSON's
+    ``gpus``, the wait-by-size bucket) stays 4 GPUs, not every pod it ever had."""
+    result, events = simulate(tmp_path, cluster("3h"), "--actions", "allocate,preempt", until="6h")
+    assert evictions_of(events, "default/starved")
+    assert by_name(result)["starved"]["gpus"] == 4.0
+    assert set(result["max_wait_by_size"]) == {"2-8"}
+
+
 def test_a_parked_preemptor_binds_in_the_instant_a_min_runtime_ends(tmp_path: Path) -> None:
     """No reservations: urgent fails on arrival (starved's 50-minute min-runtime), is parked,
     and preempts when the min-runtime ends at 2h; it binds in that instant (the simulator

@@ -447,7 +447,10 @@ class Simulation:
             gang = self.state.gangs.get(ident)
             if gang is None:
                 continue  # a Job's pod not made yet (filled below)
-            record.gpus = sum(self.gpu(pod) for pod in gang.members) / 1000
+            # its size: members deleted and made again (evicted, then re-created by their Job)
+            # count once, as their replacements (a gang deleted whole: as it was)
+            kept = [pod for pod in gang.members if pod.status is not PodStatus.DELETED]
+            record.gpus = sum(self.gpu(pod) for pod in kept or gang.members) / 1000
             record.min_member = gang.min_member  # a gang group learns it from its pods
             record.queue = self.state.queues.queue_of(gang)
             record.priority = gang.priority
