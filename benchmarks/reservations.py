@@ -62,6 +62,8 @@ EASY = {
     "head-wait": "0s",
     "quantile": "0.8",
     "big-first": "false",
+    "slack": "0",
+    "pooled": "false",
 }
 
 

@@ -428,3 +428,64 @@ def test_noisy_estimates_are_seeded_and_the_same_for_every_policy(tmp_path: Path
     assert first == {g.name: g.expected_start_first for g in two.gangs}["a"]
     assert first != {g.name: g.expected_start_first for g in other.gangs}["a"]
     assert first is not None and first != 1000.0
+
+
+#: No hints, so estimates are learned (the median). Two one-GPU nodes. l1..l3 (one GPU) run
+#: 100 s each: the one-GPU shape learns 100 s. At 300 r (one GPU, estimated 100, runs 1000)
+#: starts; at 301 a (two GPUs) waits for it, reserved at r's estimated end, 400; at 302 c (one
+#: GPU, estimated 100) would end at 402, 2 s past that start.
+LEARNED_DRAIN = (
+    nodes(2)
+    + "".join(gang(f"l{i}", 1, at=0, runs=100, estimate=None) for i in (1, 2, 3))
+    + gang("r", 1, at=300, runs=1000, estimate=None)
+    + gang("a", 2, at=301, runs=50, estimate=None)
+    + gang("c", 1, at=302, runs=100, estimate=None)
+)
+LEARNED_EASY = "reserve:mode=easy:aging=off:min-gpus=0:quantile=0.5:pooled=false"
+
+
+def test_relaxed_backfill_lets_a_gang_delay_a_learned_reservation_a_little(
+    tmp_path: Path,
+) -> None:
+    """Strict EASY holds c's GPU idle for a's reservation (c would delay it by 2 s) while r
+    overruns its learned estimate: the reservation moves to 460, then 540, when c at last
+    ends in time (r's overrun grows by half its time run). With ``slack=0.25`` c may delay a
+    start that rests on a learned estimate by a quarter of the time until it (24.5 s at 302)
+    and runs at once."""
+    strict, _ = run(tmp_path, LEARNED_DRAIN, (f"{LEARNED_EASY}:slack=0", "allocate"))
+    assert starts(strict)["c"] == 540.0
+    relaxed, _ = run(tmp_path, LEARNED_DRAIN, (f"{LEARNED_EASY}:slack=0.25", "allocate"))
+    assert starts(relaxed)["c"] == 302.0
+    assert starts(relaxed)["a"] == 1300.0  # r's real end: c ended long before
+
+
+def test_relaxed_backfill_leaves_reservations_on_hints_alone(tmp_path: Path) -> None:
+    """The same gangs with runtime hints (r's 100 s too): a's start rests on no learned
+    estimate, so the slack gives c nothing and it waits as under strict EASY (perfect and
+    noisy estimates are hints: the slack never moves them)."""
+    hinted = LEARNED_DRAIN.replace(
+        "phalanx.dev/duration", "phalanx.dev/runtime-estimate: '100', phalanx.dev/duration"
+    )
+    result, _ = run(tmp_path, hinted, (f"{LEARNED_EASY}:slack=0.25", "allocate"))
+    assert starts(result)["c"] == 540.0
+
+
+def test_a_shape_not_learned_yet_gets_its_queues_learned_estimate(tmp_path: Path) -> None:
+    """b (two GPUs) is the first of its shape: without ``pooled`` it has no estimate, holds
+    both GPUs forever on the timeline, and d waiting behind it has no expected start; with
+    it, b is expected to run the median of its queue's runtimes (100 s), and d is told 400."""
+    text = (
+        nodes(2)
+        + "".join(gang(f"l{i}", 1, at=0, runs=100, estimate=None) for i in (1, 2, 3))
+        + gang("b", 2, at=300, runs=500, estimate=None)
+        + gang("d", 1, at=301, runs=10, estimate=None)
+    )
+    told = {}
+    for pooled in ("false", "true"):
+        actions = (f"reserve:mode=easy:aging=off:min-gpus=0:quantile=0.5:pooled={pooled}",)
+        _, events = run(tmp_path, text, (*actions, "allocate"))
+        expect = [e for e in events if e["type"] == "expect" and e["gang"] == "default/d"]
+        told[pooled] = (expect[0]["expected_start"], expect[0]["message"])
+    assert told["false"][0] is None
+    assert told["true"][0] == 400.0
+    assert "default/b (estimate: learned (queue))" in told["true"][1]

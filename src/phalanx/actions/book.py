@@ -22,17 +22,19 @@ start that uses room no reservation needs (backfill) changes nothing.
 As the session's gate, the book admits a placement only if every carve ranked ahead of the
 unit can still be placed no later than its reserved start with the unit running until its
 estimated end (no estimate: forever) — the unit uses room no reservation needs, or ends in
-time; elastic growth of a gang already running ranks after every reservation; a preemptor whose
-victims were evicted for it (it holds their room) is admitted. ``strict`` mode
-(``fifo-reserve``) admits nothing ranked after a reservation, nor after a head whose start is
-unknown (something it waits for has no estimate): it blocks its queue, as strict FIFO does.
-A gang whose reservation is due starts on the nodes it reserved (``nodes_for``).
+time. Relaxed backfill (``slack``): a reserved start that rests on learned estimates may move
+later by ``slack`` × the time until it (learned medians under-estimate heavy tails). Elastic
+growth of a gang already running ranks after every reservation; a preemptor whose victims
+were evicted for it (it holds their room) is admitted. ``strict`` mode (``fifo-reserve``)
+admits nothing ranked after a reservation, nor after a head whose start is unknown
+(something it waits for has no estimate): it blocks its queue, as strict FIFO does. A gang
+whose reservation is due starts on the nodes it reserved (``nodes_for``).
 
 A gang that starts after it has aged (on its reservation, or on room it found; either way it
 ranked ahead of every gang not aged), or as a big gang ranked first (``big_first``: ahead of
 higher priorities too, which would otherwise preempt it at once), is ``protected`` for its
-estimated runtime (none: the aging threshold): preemption spares it unless the preemptor aged too
-(:mod:`phalanx.actions.guard`).
+estimated runtime (none, or only its queue's, ``pooled``: at least the aging threshold):
+preemption spares it unless the preemptor aged too (:mod:`phalanx.actions.guard`).
 
 Known gap: a gang's unit places its members beyond ``minMember`` in the same statement as its
 minimum; a reservation ranked behind it assumed only the minimum, so it may move later.
@@ -64,6 +66,7 @@ from phalanx.cluster.workloads import GangInfo
 from phalanx.framework.session import Session
 from phalanx.framework.statement import Op, Statement
 from phalanx.framework.unit import Unit
+from phalanx.plugins.estimates import POOLED
 
 if TYPE_CHECKING:
     from phalanx.actions.reserve import Reserve
@@ -77,6 +80,7 @@ class Carve:
     start: float
     plan: Plan
     intent: bool = False  # carved as fitting now, not as a reservation
+    slack: tuple[float, float] | None = None  # (when, ``Book.slack`` then)
 
     @property
     def end(self) -> float:
@@ -349,7 +353,7 @@ class Book:
                 return f"strict order: waits behind the reservation of {first.who.gang.key}"
         duration = self._duration(unit, own)
         end = self.now + duration
-        if all(c.start > self.now and end <= c.start for c in ahead):
+        if all(c.start > self.now and end <= c.start + self.slack(c) for c in ahead):
             return None  # ends before any reservation ahead starts
         shape = (b"".join(pod.request.tobytes() for pod in unit.pods), len(ahead))
         known = self.refused.get(shape)
@@ -388,8 +392,9 @@ class Book:
         trial.take(self.now, end, plan_of(stmt), check=False)
         for carve in ahead:
             who = carve.who
+            until = carve.start + self.slack(carve)
             found = trial.earliest(
-                who.requests, who.masks, who.duration, until=carve.start, domains=who.domains
+                who.requests, who.masks, who.duration, until=until, domains=who.domains
             )
             if found is None:
                 assert self.session is not None
@@ -400,6 +405,28 @@ class Book:
                 )
             trial.take(found[0], found[0] + who.duration, found[1], check=False)
         return None
+
+    def slack(self, carve: Carve) -> float:
+        """How much later than its reserved start a backfill may make ``carve`` start
+        (relaxed backfill): ``slack`` × the time until that start when the start rests on
+        learned estimates (``_guessed``), else none. Learned medians under-estimate
+        heavy-tailed runtimes: such a start is mostly later than it looks, and holding its
+        room idle for it costs more than a bounded delay."""
+        if self.settings.slack <= 0 or carve.start <= self.now or not self.reserve.learned:
+            return 0.0
+        if carve.slack is None or carve.slack[0] != self.now:
+            value = self.settings.slack * (carve.start - self.now) if self._guessed(carve) else 0.0
+            carve.slack = (self.now, value)
+        return carve.slack[1]
+
+    def _guessed(self, carve: Carve) -> bool:
+        """Does ``carve``'s start rest on learned estimates: is a running gang with a learned
+        estimate expected to end by then on a node it reserved?"""
+        nodes = {slot.node for slot in carve.plan}
+        return any(
+            run.learned and run.end <= carve.start and any(s.node in nodes for s in run.plan)
+            for run in self.reserve.running.values()
+        )
 
     def started(self, unit: Unit, stmt: Statement) -> None:
         gang = unit.gang
@@ -426,6 +453,8 @@ class Book:
         self.reserve.running[gang.ident].aged |= aged
         if aged:
             window = duration if math.isfinite(duration) else self.settings.aging or 0.0
+            if who is not None and who.estimate is not None and who.estimate.source == POOLED:
+                window = max(window, self.settings.aging or 0.0)  # not its own shape's runtimes
             self.shields[gang.ident] = self.now + window
             heapq.heappush(self._shield_ends, (self.now + window, gang.ident))
 

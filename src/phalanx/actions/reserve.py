@@ -37,12 +37,13 @@ from phalanx.actions.expect import Teller
 from phalanx.actions.timeline import Plan, Slot, Timeline
 from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 from phalanx.framework.session import Session
-from phalanx.plugins.estimates import Estimates, Key
+from phalanx.plugins.estimates import LEARNED, Estimates, Key
 
 #: An overrun gang is expected to end this share of its time run so far later (at least a
 #: minute): the re-checks of a long overrun thin out geometrically.
 OVERRUN_GRACE = 0.5
 MIN_GRACE = 60.0
+LEARNED_SOURCE = f"estimate: {LEARNED}"
 
 
 @dataclass(eq=False, slots=True)
@@ -60,6 +61,11 @@ class Running:
     def label(self) -> str:
         return f"{self.gang.key} ({self.source})"
 
+    @property
+    def learned(self) -> bool:
+        """Does its estimated end rest on a learned estimate (not its own hint)?"""
+        return self.source.startswith(LEARNED_SOURCE)
+
 
 class Reserve:
     name = "reserve"
@@ -68,10 +74,11 @@ class Reserve:
         self, settings: Settings | None = None, estimates: Estimates | None = None
     ) -> None:
         self.settings = settings or Settings()
-        self.estimates = estimates or Estimates(self.settings.quantile)
+        self.estimates = estimates or Estimates(self.settings.quantile, pooled=self.settings.pooled)
         self.running: dict[str, Running] = {}
         self.base: Timeline | None = None  # the running gangs' room over time
         self.enders: dict[float, list[str]] = {}  # estimated end → who ends then
+        self.learned = 0  # running gangs whose estimated end rests on a learned estimate
         self.waiters = Waiters(self.settings, self.estimates)
         self.book = Book(self, self.settings, self.waiters)
         self.teller = Teller(self)
@@ -145,7 +152,7 @@ class Reserve:
     def _adopt(self, session: Session) -> None:
         """Rebuild the running gangs and the timeline from the state's pods."""
         now, known = session.now, {i: run.start for i, run in self.running.items()}
-        self.running, self.enders, self._ends = {}, {}, []
+        self.running, self.enders, self._ends, self.learned = {}, {}, [], 0
         for pod in session.state.pods.values():
             if pod.status not in HOLDING or pod.node < 0:
                 continue
@@ -168,7 +175,9 @@ class Reserve:
         if not keys:
             return
         for run in self.running.values():
-            if not math.isinf(run.end) or self.estimates.key_of(run.gang) not in keys:
+            if not math.isinf(run.end):
+                continue
+            if not self.estimates.pooled and self.estimates.key_of(run.gang) not in keys:
                 continue
             end, source = self.end_of(run.gang, run.start, session.now)
             if math.isinf(end):
@@ -235,6 +244,7 @@ class Reserve:
 
     def _list(self, run: Running) -> None:
         self.enders.setdefault(run.end, []).append(run.label)
+        self.learned += run.learned
         if not math.isinf(run.end):
             heapq.heappush(self._ends, (run.end, run.gang.ident))
 
@@ -242,6 +252,7 @@ class Reserve:
         labels = self.enders.get(run.end, [])
         if run.label in labels:
             labels.remove(run.label)
+            self.learned -= run.learned
             if not labels:
                 del self.enders[run.end]
 

@@ -9,7 +9,11 @@ figure where users give none):
 4. learned online: the ``quantile`` (0.8 here; ``phalanx``'s reserve action, ``RESERVE`` in
    :mod:`phalanx.policies.registry`, uses the median) of the observed runtimes of the last
    ``window`` finished gangs of the same namespace, queue and shape (member count and
-   total requests), once at least ``min_samples`` have finished;
+   total requests), once at least ``min_samples`` have finished; with ``pooled`` (``phalanx``'s
+   default), a shape none of which has finished that often yet gets the same quantile of the
+   last ``window`` runtimes of its namespace and queue, all shapes together (source
+   ``learned (queue)``): the rare shapes are the big gangs, and without any estimate their
+   reservations cannot be timed nor their room given back on the timeline;
 5. the configured ``default`` (none by default: the estimate is then *unknown*).
 
 A runtime is observed as the time from the gang's start (its members bound) to the first
@@ -30,6 +34,7 @@ from phalanx.cluster.workloads import GangInfo
 Key = tuple[str, str, int, bytes]
 
 LEARNED = "learned"
+POOLED = "learned (queue)"
 DEFAULT = "default"
 
 
@@ -49,12 +54,14 @@ class Estimates:
         *,
         window: int = 50,
         min_samples: int = 3,
+        pooled: bool = False,
     ) -> None:
         self.quantile = quantile
+        self.pooled = pooled  # a shape not learned yet: the quantile of its queue's runtimes
         self.default = default
         self.window = window
         self.min_samples = min_samples
-        self._seen: dict[Key, deque[float]] = {}
+        self._seen: dict[Key, deque[float]] = {}  # by shape, and by queue (``pool_of``)
         self._learned: dict[Key, float] = {}  # the quantile, until the next observation
         self._keys: dict[str, tuple[int, Key]] = {}  # gang ident → (members, its key)
         self._changes: dict[Key, int] = {}  # shape → how often its learned estimate changed
@@ -66,9 +73,13 @@ class Estimates:
         hinted = self._hint(gang)
         if hinted is not None:
             return hinted
-        learned = self._learned.get(self.key_of(gang))
+        shape = self.key_of(gang)
+        learned = self._learned.get(shape)
         if learned is not None:
             return Estimate(learned, LEARNED)
+        pooled = self._learned.get(pool_of(shape)) if self.pooled else None
+        if pooled is not None:
+            return Estimate(pooled, POOLED)
         if self.default is not None:
             return Estimate(self.default, DEFAULT)
         return None
@@ -86,17 +97,24 @@ class Estimates:
         """A gang of this shape ran ``runtime`` seconds; True if its learned estimate (which
         gangs of its shape get) changed."""
         shape = self.key_of(gang)
-        runs = self._seen.setdefault(shape, deque(maxlen=self.window))
-        runs.append(max(runtime, 0.0))
         self._keys.pop(gang.ident, None)
         self._hinted.pop(gang.ident, None)
+        moved = self._record(shape, runtime)
+        if self.pooled:
+            moved |= self._record(pool_of(shape), runtime)  # gangs of unlearned shapes get it
+        return moved
+
+    def _record(self, key: Key, runtime: float) -> bool:
+        """Add a runtime to ``key``'s; True if the quantile learned for ``key`` changed."""
+        runs = self._seen.setdefault(key, deque(maxlen=self.window))
+        runs.append(max(runtime, 0.0))
         if len(runs) < self.min_samples:
             return False
-        before = self._learned.get(shape)
-        self._learned[shape] = quantile(sorted(runs), self.quantile)
-        if before == self._learned[shape]:
+        before = self._learned.get(key)
+        self._learned[key] = quantile(sorted(runs), self.quantile)
+        if before == self._learned[key]:
             return False
-        self._changes[shape] = self._changes.get(shape, 0) + 1
+        self._changes[key] = self._changes.get(key, 0) + 1
         return True
 
     def beyond(self, gang: GangInfo, elapsed: float) -> float | None:
@@ -112,8 +130,12 @@ class Estimates:
         return quantile(longer, self.quantile)
 
     def version(self, gang: GangInfo) -> int:
-        """Moves whenever the learned estimate ``gang``'s shape gets changes."""
-        return self._changes.get(self.key_of(gang), 0)
+        """Moves whenever the learned estimate ``gang``'s shape gets changes (pooled until
+        its shape is learned: negative)."""
+        shape = self.key_of(gang)
+        if self.pooled and shape not in self._learned:
+            return -1 - self._changes.get(pool_of(shape), 0)
+        return self._changes.get(shape, 0)
 
     def key_of(self, gang: GangInfo) -> Key:
         """The gang's shape key: gangs with one key share a learned estimate."""
@@ -133,6 +155,12 @@ def quantile(ordered: list[float], q: float) -> float:
 
 
 hints = runtime_hints
+
+
+def pool_of(shape: Key) -> Key:
+    """The key under which every shape of ``shape``'s namespace and queue is pooled (no gang
+    has -1 members)."""
+    return (shape[0], shape[1], -1, b"")
 
 
 def key(gang: GangInfo) -> Key:

@@ -81,7 +81,9 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 #: is at least ``min_gpus`` GPUs (more than 32), ranked before every other gang of its queue
 #: (``big_first``), and for the oldest ``max_aged`` gangs (two) of each queue that have waited
 #: ``max(aging, aging_factor × its estimate)`` (1 h, 3 ×); learned estimates are the median of
-#: the shape's runtimes.
+#: the shape's runtimes, or of the queue's until three of the shape have finished (``pooled``),
+#: and a backfill may make a reservation whose start rests on them start later by a quarter of
+#: the time until it (``slack``: relaxed backfill; benchmarks/README.md, "Session 9").
 RESERVE = Settings(
     "easy",
     depth=1,
@@ -91,6 +93,8 @@ RESERVE = Settings(
     max_aged=2,
     quantile=0.5,
     big_first=True,
+    slack=0.25,
+    pooled=True,
 )
 
 ACTIONS: dict[str, Callable[[], Action]] = {
@@ -128,9 +132,10 @@ def build_actions(names: tuple[str, ...], field: str = "actions") -> list[Action
 
     ``reserve`` takes its settings after colons, e.g. ``reserve:mode=easy:aging=2h:min-gpus=16``
     (keys ``mode``, ``depth``, ``aging``, ``min-gpus``, ``min-share``, ``aging-factor``,
-    ``max-aged``, ``aging-cap``, ``head-wait``, ``quantile``, ``big-first``; unset ones keep
-    ``reserve``'s default; ``aging=off``, ``max-aged=all``, ``aging-cap=off``,
-    ``big-first=true|false``; ``min-share`` is a fraction of the cluster's GPUs).
+    ``max-aged``, ``aging-cap``, ``head-wait``, ``quantile``, ``big-first``, ``slack``,
+    ``pooled``; unset ones keep ``reserve``'s default; ``aging=off``, ``max-aged=all``,
+    ``aging-cap=off``, ``big-first=true|false``, ``pooled=true|false``; ``min-share`` is a
+    fraction of the cluster's GPUs; ``slack=0`` is strict EASY).
     """
     actions: list[Action] = []
     for name in names:
@@ -163,6 +168,8 @@ def _reserve(options: list[str], field: str) -> Action:
         raise InputError("reserve quantile is in (0, 1]", field=field)
     if not 0.0 <= settings.min_share <= 1.0:
         raise InputError("reserve min-share is in [0, 1]", field=field)
+    if not settings.slack >= 0.0:  # NaN too
+        raise InputError("reserve slack is at least 0", field=field)
     return Reserve(settings)
 
 
@@ -178,6 +185,8 @@ _FIELDS = {
     "head-wait": "head_wait",
     "quantile": "quantile",
     "big-first": "big_first",
+    "slack": "slack",
+    "pooled": "pooled",
 }
 
 
@@ -190,9 +199,9 @@ def _parse(key: str, value: str) -> object:
         return None if value in ("off", "none") else parse_duration(value)
     if key == "head-wait":
         return parse_duration(value)
-    if key == "big-first":
+    if key in ("big-first", "pooled"):
         if value not in ("true", "false"):
-            raise ValueError(f"big-first is true or false, not {value!r}")
+            raise ValueError(f"{key} is true or false, not {value!r}")
         return value == "true"
     if key == "max-aged":
         return None if value in ("all", "none") else int(value)

@@ -63,7 +63,8 @@ def test_reserve_takes_its_settings_after_colons() -> None:
     )
     assert action.settings == expected
     spec = "reserve:aging-cap=2d:head-wait=30m:quantile=0.8:aging-factor=2:max-aged=all:min-gpus=0"
-    (action,) = Scheduler(get_policy("phalanx"), actions=[spec + ":big-first=false"]).actions
+    spec += ":big-first=false:slack=0.5:pooled=false"
+    (action,) = Scheduler(get_policy("phalanx"), actions=[spec]).actions
     assert isinstance(action, Reserve)
     assert action.settings == replace(
         RESERVE,
@@ -74,10 +75,14 @@ def test_reserve_takes_its_settings_after_colons() -> None:
         head_wait=1800.0,
         quantile=0.8,
         big_first=False,
+        slack=0.5,
+        pooled=False,
     )
+    assert not action.estimates.pooled and Reserve(RESERVE).estimates.pooled
     bad_specs = ("reserve:mode=lazy", "reserve:depth=0", "reserve:aging=soon", "reserve:x=1")
     more = ("reserve:quantile=0", "reserve:head-wait=off", "reserve:big-first=1")
-    for bad in (*bad_specs, *more, "reserve:min-share=1.5"):
+    learned = ("reserve:slack=-1", "reserve:slack=nan", "reserve:pooled=yes")
+    for bad in (*bad_specs, *more, *learned, "reserve:min-share=1.5"):
         with pytest.raises(InputError, match="reserve"):
             Scheduler(get_policy("phalanx"), actions=[bad])
     with pytest.raises(InputError, match="takes no options"):
