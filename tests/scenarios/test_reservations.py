@@ -441,7 +441,7 @@ LEARNED_DRAIN = (
     + gang("a", 2, at=301, runs=50, estimate=None)
     + gang("c", 1, at=302, runs=100, estimate=None)
 )
-LEARNED_EASY = "reserve:mode=easy:aging=off:min-gpus=0:quantile=0.5:pooled=false"
+LEARNED_EASY = "reserve:mode=easy:aging=off:min-gpus=0:quantile=0.5:pooled=false:big-first=false"
 
 
 def test_relaxed_backfill_lets_a_gang_delay_a_learned_reservation_a_little(
@@ -457,6 +457,15 @@ def test_relaxed_backfill_lets_a_gang_delay_a_learned_reservation_a_little(
     relaxed, _ = run(tmp_path, LEARNED_DRAIN, (f"{LEARNED_EASY}:slack=0.25", "allocate"))
     assert starts(relaxed)["c"] == 302.0
     assert starts(relaxed)["a"] == 1300.0  # r's real end: c ended long before
+
+
+def test_relaxed_backfill_leaves_a_big_heads_reservation_strict(tmp_path: Path) -> None:
+    """The same gangs with a ranked first as a big head (``big-first``, every head big at
+    ``min-gpus=0``): its reservation is what keeps big gangs from starving, and the slack
+    gives c nothing."""
+    actions = (f"{LEARNED_EASY}:slack=0.25:big-first=true", "allocate")
+    result, _ = run(tmp_path, LEARNED_DRAIN, actions)
+    assert starts(result)["c"] == 540.0
 
 
 def test_relaxed_backfill_leaves_reservations_on_hints_alone(tmp_path: Path) -> None:

@@ -23,12 +23,13 @@ As the session's gate, the book admits a placement only if every carve ranked ah
 unit can still be placed no later than its reserved start with the unit running until its
 estimated end (no estimate: forever) — the unit uses room no reservation needs, or ends in
 time. Relaxed backfill (``slack``): a reserved start that rests on learned estimates may move
-later by ``slack`` × the time until it (learned medians under-estimate heavy tails). Elastic
-growth of a gang already running ranks after every reservation; a preemptor whose victims
-were evicted for it (it holds their room) is admitted. ``strict`` mode (``fifo-reserve``)
-admits nothing ranked after a reservation, nor after a head whose start is unknown
-(something it waits for has no estimate): it blocks its queue, as strict FIFO does. A gang
-whose reservation is due starts on the nodes it reserved (``nodes_for``).
+later by ``slack`` × the time until it (learned medians under-estimate heavy tails), unless
+it is a big head's (``big_first``). Elastic growth of a gang already running ranks after every
+reservation; a preemptor whose victims were evicted for it (it holds their room) is admitted.
+``strict`` mode (``fifo-reserve``) admits nothing ranked after a reservation, nor after a head
+whose start is unknown (something it waits for has no estimate): it blocks its queue, as
+strict FIFO does. A gang whose reservation is due starts on the nodes it reserved
+(``nodes_for``).
 
 A gang that starts after it has aged (on its reservation, or on room it found; either way it
 ranked ahead of every gang not aged), or as a big gang ranked first (``big_first``: ahead of
@@ -409,11 +410,15 @@ class Book:
     def slack(self, carve: Carve) -> float:
         """How much later than its reserved start a backfill may make ``carve`` start
         (relaxed backfill): ``slack`` × the time until that start when the start rests on
-        learned estimates (``_guessed``), else none. Learned medians under-estimate
-        heavy-tailed runtimes: such a start is mostly later than it looks, and holding its
-        room idle for it costs more than a bounded delay."""
+        learned estimates (``_guessed``) and ``carve`` is not a big head ranked first
+        (``big_first``), else none. Learned medians under-estimate heavy-tailed runtimes:
+        such a start is mostly later than it looks, and holding its room idle for it costs
+        more than a bounded delay; a big head's reservation stays strict, as it is what keeps
+        the big gangs from starving."""
         if self.settings.slack <= 0 or carve.start <= self.now or not self.reserve.learned:
             return 0.0
+        if carve.who.big:
+            return 0.0  # a big head's reservation is what keeps big gangs from starving
         if carve.slack is None or carve.slack[0] != self.now:
             value = self.settings.slack * (carve.start - self.now) if self._guessed(carve) else 0.0
             carve.slack = (self.now, value)

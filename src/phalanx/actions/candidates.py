@@ -57,7 +57,8 @@ class Settings:
     quantile: float = 0.8  # learned estimates: this quantile of a shape's observed runtimes
     big_first: bool = False  # easy: the big gangs (``min_gpus``) rank before the aged ones
     #: relaxed backfill: a backfill may make a reservation whose start rests on learned
-    #: estimates start later by this share of the time until its reserved start
+    #: estimates (not a big head's, ``big_first``) start later by this share of the time
+    #: until its reserved start
     slack: float = 0.0
     #: learned estimates: a shape too few of which have finished gets the ``quantile`` of the
     #: runtimes of its queue (all shapes)

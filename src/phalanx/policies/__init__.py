@@ -9,7 +9,8 @@ policy documents the source semantics it follows and lists its actions in order.
   more than 32 GPUs, and the two oldest gangs of each queue that have waited max(1 h, 3 × their
   estimate); learned estimates are the median of the shape's runtimes (of the queue's until
   three of the shape have finished); ``allocate`` backfills only what delays no reservation,
-  or a reservation resting on learned estimates by at most a quarter of the time until it),
+  or a reservation resting on learned estimates, not a big head's, by at most a quarter of
+  the time until it),
   gang-aware ``preempt`` and ``reclaim``
   (:mod:`phalanx.actions.preempt`, :mod:`phalanx.actions.reclaim`), gang units placed
   all-or-nothing through a Statement, priority then FIFO order, kube-scheduler's filters,

@@ -82,8 +82,9 @@ PLACEMENTS: dict[str, Callable[[], object]] = {
 #: (``big_first``), and for the oldest ``max_aged`` gangs (two) of each queue that have waited
 #: ``max(aging, aging_factor × its estimate)`` (1 h, 3 ×); learned estimates are the median of
 #: the shape's runtimes, or of the queue's until three of the shape have finished (``pooled``),
-#: and a backfill may make a reservation whose start rests on them start later by a quarter of
-#: the time until it (``slack``: relaxed backfill; benchmarks/README.md, "Session 9").
+#: and a backfill may make a reservation whose start rests on them (not a big head's) start
+#: later by a quarter of the time until it (``slack``: relaxed backfill; benchmarks/README.md,
+#: "Session 9").
 RESERVE = Settings(
     "easy",
     depth=1,
