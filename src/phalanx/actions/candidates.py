@@ -110,6 +110,7 @@ class Candidate:
     #: what ``estimate`` was made from: the estimator's version, the gang's spec and members
     estimated: tuple[int, int, int] = (-1, 0, 0)
     late: bool = False  # told it will miss its deadline
+    stale: bool = False  # its expected start passed and was not told again (``Teller.lazy``)
     arrival: Arrival | None = None  # taken in later than it arrived (see Arrival)
 
     @property

@@ -11,6 +11,18 @@ When a cycle with the ``reserve`` action closes, the :class:`Teller` gives
   ``RETELL`` seconds, or lost its reservation) a new one — at most ``RETELL_MAX`` per cycle,
   as Slurm's backfill tests a bounded number of jobs per pass; the others keep theirs.
 
+**Told when read** (``lazy``, a simulation without an event stream): there a passed expected
+start is read only where the run reports it, so only those re-tells are made when due: a gang
+with a deadline (whether it will miss it: ``deadline_misses_foreseen``) and a gang whose
+expected start is unknown (its first known one is ``expected_start_first``). Any other gang
+whose start passed is marked ``stale`` and told again only when something reads it — its
+waiting condition, when it is attempted in a cycle — so its condition never shows a passed
+start. Live, and in a simulation writing events (an ``expect`` event per change), every due
+re-tell is made on schedule. A lazy run does not spend ``RETELL_MAX`` on starts nobody reads:
+where more were due in a cycle, the gangs it reports on are re-told sooner than on schedule.
+The teller decides nothing (``tests/scenarios/test_teller_purity.py``), so how many starts it
+re-tells changes no decision.
+
 Only what changed goes into the cycle's ``expected`` (the applier keeps the rest on the
 gangs). A gang with a deadline (``phalanx.dev/deadline``) gets its expected finish and slack,
 or the amount by which it will miss it. The waiting condition of a gang attempted this cycle
@@ -42,11 +54,12 @@ class Teller:
         self._due: list[tuple[float, int, str]] = []  # (when to tell again, seq, ident)
         self._carve_ends: dict[float, list[str]] = {}  # reserved end → who ends then
         self._found = Memo()  # by (shape, duration), on the book's view
+        #: re-tell only what a reader will see (see the module's docstring)
+        self.lazy = False
 
     def tell(self, session: Session) -> None:
         book, waiters = self.reserve.book, self.reserve.waiters
         book.ensure(stale_ok=True)  # an overdrawn plan is made again; a stale one kept
-        now = session.now
         self._carve_ends = {}
         for carve in book.carved.values():
             label = f"{carve.who.gang.key} (reserved, {_source(carve.who)})"
@@ -62,19 +75,17 @@ class Teller:
                 self._resume(who)
             elif not who.gone and who.gang.ident not in book.carved:
                 self._estimate(session, who, cache)
-        for _ in range(RETELL_MAX):
-            if not self._due or self._due[0][0] > now:
-                break
-            _, _, ident = heapq.heappop(self._due)
-            waiter = waiters.by_ident.get(ident)
-            if waiter is not None and ident not in book.carved:
-                self._estimate(session, waiter, cache)
+        self._retell(session, cache)
         for ident, carve in book.carved.items():
             if carve.who.told is None and ident not in book.begun:
                 self._estimate(session, carve.who, cache)
         for ident, condition in session.result.waiting.items():
             told = waiters.by_ident.get(ident)
-            if told is not None and told.told is not None and condition.type == "Unschedulable":
+            if told is None or condition.type != "Unschedulable":
+                continue
+            if told.stale and ident not in book.carved:  # read now: told again first
+                self._estimate(session, told, cache)
+            if told.told is not None:
                 condition.message += f"; expected start: {told.told[1]}"
         result = session.result
         if book.planned:
@@ -82,6 +93,24 @@ class Teller:
         aging = waiters.next_aging()
         if aging is not None:
             result.recheck_at.append(aging)
+
+    def _retell(
+        self, session: Session, cache: dict[tuple[bytes, float], tuple[float, str] | None]
+    ) -> None:
+        """Tell again the gangs whose expected start is due (at most ``RETELL_MAX``); when
+        ``lazy``, one whose new start nobody reads is marked ``stale`` instead, and does not
+        count."""
+        waiters, carved, now = self.reserve.waiters, self.reserve.book.carved, session.now
+        budget = RETELL_MAX
+        while budget > 0 and self._due and self._due[0][0] <= now:
+            _, _, ident = heapq.heappop(self._due)
+            waiter = waiters.by_ident.get(ident)
+            if waiter is not None and ident not in carved:
+                if self.lazy and not _read(waiter):
+                    waiter.stale = True
+                    continue
+                self._estimate(session, waiter, cache)
+            budget -= 1
 
     def _estimate(
         self,
@@ -130,6 +159,7 @@ class Teller:
     def _say(self, session: Session, who: Candidate, at: float | None, why: str) -> None:
         slack, note = deadline(who, at, session.now)
         why += note
+        who.stale = False
         if who.told != (at, why):
             who.told = (at, why)
             session.result.expected[who.gang.ident] = (at, why)
@@ -168,6 +198,15 @@ def deadline(who: Candidate, expected: float | None, now: float) -> tuple[float 
     if slack < 0:
         return slack, f"; will miss its deadline {clock(due, now)} by {-slack:.0f}s"
     return slack, f"; expected finish {clock(finish, now)}, slack {slack:.0f}s"
+
+
+def _read(who: Candidate) -> bool:
+    """Is a re-told expected start of ``who`` read in a simulation without events? Yes if it
+    has a deadline (slack, misses) or its start is unknown (its first known start is reported);
+    otherwise only its waiting condition reads it, when it is attempted."""
+    spec = who.gang.spec
+    unknown = who.told is None or who.told[0] is None
+    return unknown or (spec is not None and spec.deadline is not None)
 
 
 def _source(who: Candidate) -> str:

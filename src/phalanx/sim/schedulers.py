@@ -6,6 +6,8 @@ test places every pod whatever its ``schedulerName`` (a ``kubectl get -o yaml`` 
 With ``--scheduler-name NAME`` it places only the pods naming ``NAME``, and a ``kube-default``
 baseline places the others, as the default scheduler would; the baseline runs first in each
 cycle. :func:`nothing_placed` says in one line why a run placed no pod at all.
+:func:`tell_lazily` lets a run that writes no events tell passed expected starts only when
+something reads them (:mod:`phalanx.actions.expect`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from phalanx.actions.reserve import Reserve
 from phalanx.api.specs import ControllerSpec, JobSpec, PodSpec
 from phalanx.api.workload import Workload
 from phalanx.cluster.fragmentation import TargetWorkload
@@ -62,6 +65,15 @@ def schedulers_for(
     others = frozenset(names - {chosen})
     baseline.config = dataclasses.replace(baseline.config, scheduler_names=others)
     return [baseline, main]
+
+
+def tell_lazily(schedulers: Iterable[Scheduler]) -> None:
+    """No event stream: a re-told expected start is read only through what the run reports
+    (deadlines, first estimates, waiting conditions), so the tellers re-tell only those."""
+    for scheduler in schedulers:
+        for action in scheduler.actions:
+            if isinstance(action, Reserve):
+                action.teller.lazy = True
 
 
 def nothing_placed(gangs: Iterable[GangInfo], scheduler_name: str | None) -> str:

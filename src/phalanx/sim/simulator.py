@@ -47,7 +47,7 @@ from phalanx.sim.metrics import (
 )
 from phalanx.sim.prepare import check, resource_index
 from phalanx.sim.quota import QuotaTracker
-from phalanx.sim.schedulers import GATED, nothing_placed, schedulers_for
+from phalanx.sim.schedulers import GATED, nothing_placed, schedulers_for, tell_lazily
 from phalanx.sim.tenancy import Disruptions, Elastic, ShareMeter, add_object, remove_object
 from phalanx.sim.unborn import Unborn
 from phalanx.traces._gangs import paused_gc
@@ -85,6 +85,8 @@ class Simulation:
         target = run_target(workload)  # FGD's target workload: the run's own pod shapes
         self.schedulers = schedulers_for(workload, options, target)
         self.scheduler = self.schedulers[-1]  # the policy under test
+        if sink is None:
+            tell_lazily(self.schedulers)
         self.state.queues.half_life = options.usage_half_life
         self.state.topology = topology.TopologySource(
             list(workload.of(TopologySpec)), list(workload.of(HyperNodeSpec))
