@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from phalanx.actions import expect
+from phalanx.cluster import state
 from phalanx.compare import load_workload
 from phalanx.sim.simulator import SimOptions, simulate
 
@@ -29,3 +30,14 @@ def test_decisions_do_not_depend_on_how_often_expected_starts_are_retold(
     always = _starts(seed)
     assert any(start is None or start > 0 for _, start in never)  # gangs did wait
     assert never == always
+
+
+def test_the_running_gangs_are_kept_alike_whether_the_release_log_reaches_back_or_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reserve action looks only at the gangs the state's release log names since its last
+    look, or at every running gang when the log was too short to reach back: the same run."""
+    logged = simulate(load_workload(WORKLOAD.format(seed=1)), SimOptions(policy="phalanx"))
+    monkeypatch.setattr(state, "RELEASED_KEPT", 1)  # most cycles follow several releases
+    walked = simulate(load_workload(WORKLOAD.format(seed=1)), SimOptions(policy="phalanx"))
+    assert walked.to_json() == logged.to_json()

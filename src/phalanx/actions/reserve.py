@@ -9,7 +9,8 @@ cycle it brings them up to date with what changed, in time proportional to the c
 1. a release (the state's ``freed`` count moved): the running gangs whose members changed give
    back what their pods held from now to their estimated end; a gang holding nothing has
    ended, and if any member succeeded its observed runtime teaches the estimator
-   (:mod:`phalanx.plugins.estimates`);
+   (:mod:`phalanx.plugins.estimates`). Only the gangs the state's release log names since the
+   last look are looked at (every running gang if the log no longer reaches back);
 2. an overrun (a running gang past its estimated end): it is expected to run as long as the
    gangs of its shape that ran longer than it has did (the learned ``quantile`` of their
    observed runtimes: the longer a heavy-tailed job has run, the longer it is likely to run
@@ -30,11 +31,13 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from itertools import islice
 
 from phalanx.actions.book import Book
 from phalanx.actions.candidates import Settings, Waiters
 from phalanx.actions.expect import Teller
 from phalanx.actions.timeline import Plan, Slot, Timeline
+from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 from phalanx.framework.session import Session
 from phalanx.plugins.estimates import LEARNED, Estimates, Key
@@ -56,6 +59,7 @@ class Running:
     plan: list[Slot] = field(default_factory=list)  # where each of ``pods`` holds room
     generation: int = -1  # the gang's generation when its pods were last looked at
     aged: bool = False  # started on a reservation it held for having aged
+    order: int = 0  # when it was listed among the running gangs (their order)
 
     @property
     def label(self) -> str:
@@ -85,6 +89,8 @@ class Reserve:
         self._ends: list[tuple[float, str]] = []  # (estimated end, gang ident), a heap
         self._state: object | None = None
         self._freed = -1
+        self._logged = 0  # the state's ``released_count`` when last looked at
+        self._listed = 0  # running gangs listed so far (``Running.order``)
 
     def execute(self, session: Session) -> None:
         self._sync(session)
@@ -115,7 +121,7 @@ class Reserve:
         """Give back the room of pods that stopped holding it; the shapes whose learned
         estimate changed."""
         now, relearn = session.now, set()
-        for ident, run in list(self.running.items()):
+        for ident, run in self._changed(session.state):
             if run.gang.generation == run.generation:
                 continue
             run.generation = run.gang.generation
@@ -138,6 +144,16 @@ class Reserve:
                 self.waiters.again(session, run.gang)  # evicted whole, re-created pending
         return relearn
 
+    def _changed(self, state: ClusterState) -> list[tuple[str, Running]]:
+        """The running gangs the releases since the last look may have changed, in the order
+        they were listed (as the walk over every running gang takes them)."""
+        fresh, self._logged = state.released_count - self._logged, state.released_count
+        if fresh > len(state.released):  # the log no longer reaches back: every gang
+            return list(self.running.items())
+        idents = {gang.ident for gang in islice(reversed(state.released), fresh)}
+        changed = [(ident, self.running[ident]) for ident in idents if ident in self.running]
+        return sorted(changed, key=lambda item: item[1].order)
+
     def _overruns(self, now: float) -> None:
         while self._ends and self._ends[0][0] <= now:
             end, ident = heapq.heappop(self._ends)
@@ -153,6 +169,7 @@ class Reserve:
         """Rebuild the running gangs and the timeline from the state's pods."""
         now, known = session.now, {i: run.start for i, run in self.running.items()}
         self.running, self.enders, self._ends, self.learned = {}, {}, [], 0
+        self._logged = session.state.released_count
         for pod in session.state.pods.values():
             if pod.status not in HOLDING or pod.node < 0:
                 continue
@@ -161,7 +178,7 @@ class Reserve:
                 start = known.get(pod.gang.ident, pod.bound_at)
                 start = now if start is None else start
                 end, source = self.end_of(pod.gang, start, now)
-                run = self.running[pod.gang.ident] = Running(pod.gang, start, end, source)
+                run = self.running[pod.gang.ident] = self._new(pod.gang, start, end, source)
                 run.generation = pod.gang.generation
                 self._list(run)
             run.pods.append(pod)
@@ -223,12 +240,16 @@ class Reserve:
         now = self.book.now
         run = self.running.get(gang.ident)
         if run is None:
-            run = self.running[gang.ident] = Running(gang, now, end, source)
+            run = self.running[gang.ident] = self._new(gang, now, end, source)
             self._list(run)
         run.generation = -1  # looked at again at the next release
         run.pods += pods
         run.plan += plan
         self._take(now, run.end, plan)
+
+    def _new(self, gang: GangInfo, start: float, end: float, source: str) -> Running:
+        self._listed += 1
+        return Running(gang, start, end, source, order=self._listed)
 
     # -- the timeline and its listeners ----------------------------------------------------
     def _take(self, start: float, end: float, plan: Plan) -> None:

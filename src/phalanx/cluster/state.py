@@ -38,7 +38,9 @@ could hold it, or it gains or loses a member, or nodes change. Parked gangs sit 
 classes (:mod:`phalanx.cluster.hints`); a release wakes only the first gangs of the classes
 the room could now hold. Long queues then cost a cycle nothing. A gang a reservation gate
 refused waits for the gate's stamp to move (``waiting_gangs(gate=...)``); ``taken`` counts
-takes of room (binds, reservations, evictions), which such a stamp covers.
+takes of room (binds, reservations, evictions), which such a stamp covers. ``released`` keeps
+the gangs of the latest releases (``released_count`` in all), so a reader that keeps up with
+what ended (the reserve action) looks at those gangs, not at every running one.
 
 Backends (the simulator, later the Kubernetes watch) are the only writers: they add and remove
 objects and apply committed binds. ``waiting`` keeps, in arrival order, the gangs that have at
@@ -47,6 +49,7 @@ least one pending member, so a cycle never scans finished work.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
@@ -58,6 +61,9 @@ from phalanx.cluster.queues import QueueBook
 from phalanx.cluster.resources import ResourceIndex, Vector
 from phalanx.cluster.topology import TopologySource
 from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
+
+#: How many of the latest releases ``ClusterState.released`` keeps.
+RELEASED_KEPT = 4096
 
 
 class ClusterState:
@@ -73,6 +79,10 @@ class ClusterState:
         self._last_requests: tuple[Resources, Vector, Vector, list[str], str | None] | None = None
         self.version = 0
         self.freed = 0  # counts releases of resources
+        #: the gangs of the latest releases (``released_count`` in all): a reader that kept
+        #: up finds what changed since it last looked without walking every gang
+        self.released: deque[GangInfo] = deque(maxlen=RELEASED_KEPT)
+        self.released_count = 0
         self.taken = 0  # counts takes of room: binds, reservations, evictions
         self.blocked: dict[str, GangInfo] = {}  # parked gangs (queueing hints)
         self.hints = True  # False: a parked gang wakes on any release (the coarse reference)
@@ -272,7 +282,7 @@ class ClusterState:
                 self.table.pick_gpus(pod.node, request) if request[self.table.gpu_col] else ()
             )
             self.table.add(pod.node, request, pod.gpus)
-            self._freed()
+            self._freed(pod.gang)
         pod.gang.generation += 1  # its requests changed: validity is computed again
         pod.request = request
         pod.spec = spec
@@ -359,7 +369,7 @@ class ClusterState:
         pod.gpus, pod.node, pod.bound_at = (), -1, None
         pod.gang.move(pod, PodStatus.PENDING)
         self.version += 1
-        self._freed()
+        self._freed(pod.gang)
         self._refresh_waiting(pod.gang)
 
     def bind(
@@ -401,7 +411,7 @@ class ClusterState:
         pod.node, pod.gpus = -1, ()
         pod.gang.move(pod, PodStatus.PENDING)
         self.version += 1
-        self._freed()
+        self._freed(pod.gang)
         self._refresh_waiting(pod.gang)
 
     def _take(self, pod: PodInfo, node: int, verb: str, *, keep_gpus: bool = False) -> None:
@@ -430,7 +440,7 @@ class ClusterState:
                 self.table.mark_releasing(pod.node, pod.request, -1)
             self.table.remove(pod.node, pod.request, pod.gpus)
             pod.gpus = ()
-            self._freed()
+            self._freed(pod.gang)
         self.version += 1
         pod.gang.move(pod, status)
         self.unblock(pod.gang)  # its own pending set or need changed
@@ -507,9 +517,12 @@ class ClusterState:
         if isinstance(key, GatedClass):
             del self._gated[key]
 
-    def _freed(self) -> None:
-        """Resources came back: the coarse class wakes now, the others at the next look."""
+    def _freed(self, releasing: GangInfo) -> None:
+        """``releasing``'s pods gave resources back: the coarse class wakes now, the others at
+        the next look."""
         self.freed += 1
+        self.released.append(releasing)
+        self.released_count += 1
         coarse = self._parked.pop(None, None)
         if coarse is not None:
             for ident, gang in coarse.gangs():
