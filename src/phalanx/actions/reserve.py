@@ -10,7 +10,8 @@ cycle it brings them up to date with what changed, in time proportional to the c
    back what their pods held from now to their estimated end; a gang holding nothing has
    ended, and if any member succeeded its observed runtime teaches the estimator
    (:mod:`phalanx.plugins.estimates`). Only the gangs the state's release log names since the
-   last look are looked at (every running gang if the log no longer reaches back);
+   last look, and those started since, are looked at (every running gang if the log no longer
+   reaches back);
 2. an overrun (a running gang past its estimated end): it is expected to run as long as the
    gangs of its shape that ran longer than it has did (the learned ``quantile`` of their
    observed runtimes: the longer a heavy-tailed job has run, the longer it is likely to run
@@ -90,6 +91,7 @@ class Reserve:
         self._state: object | None = None
         self._freed = -1
         self._logged = 0  # the state's ``released_count`` when last looked at
+        self._begun: set[str] = set()  # gangs started (or grown) since the last look
         self._listed = 0  # running gangs listed so far (``Running.order``)
 
     def execute(self, session: Session) -> None:
@@ -145,12 +147,14 @@ class Reserve:
         return relearn
 
     def _changed(self, state: ClusterState) -> list[tuple[str, Running]]:
-        """The running gangs the releases since the last look may have changed, in the order
-        they were listed (as the walk over every running gang takes them)."""
+        """The running gangs the releases since the last look may have changed, and those
+        started since (a dropped cycle's starts hold nothing), in the order they were listed
+        (as the walk over every running gang takes them)."""
         fresh, self._logged = state.released_count - self._logged, state.released_count
+        idents, self._begun = self._begun, set()
         if fresh > len(state.released):  # the log no longer reaches back: every gang
             return list(self.running.items())
-        idents = {gang.ident for gang in islice(reversed(state.released), fresh)}
+        idents.update(gang.ident for gang in islice(reversed(state.released), fresh))
         changed = [(ident, self.running[ident]) for ident in idents if ident in self.running]
         return sorted(changed, key=lambda item: item[1].order)
 
@@ -169,7 +173,7 @@ class Reserve:
         """Rebuild the running gangs and the timeline from the state's pods."""
         now, known = session.now, {i: run.start for i, run in self.running.items()}
         self.running, self.enders, self._ends, self.learned = {}, {}, [], 0
-        self._logged = session.state.released_count
+        self._logged, self._begun = session.state.released_count, set()
         for pod in session.state.pods.values():
             if pod.status not in HOLDING or pod.node < 0:
                 continue
@@ -243,6 +247,7 @@ class Reserve:
             run = self.running[gang.ident] = self._new(gang, now, end, source)
             self._list(run)
         run.generation = -1  # looked at again at the next release
+        self._begun.add(gang.ident)
         run.pods += pods
         run.plan += plan
         self._take(now, run.end, plan)
