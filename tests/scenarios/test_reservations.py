@@ -335,6 +335,20 @@ def test_the_first_gang_starts_on_a_stale_plan_without_planning_again(
     assert told == [200.0, 150.0]  # when it arrived, and after a started
 
 
+def test_an_expected_start_names_every_gang_it_waits_for(tmp_path: Path) -> None:
+    """h waits for three gangs that end together: "a, b and 1 more end" (it once said
+    "a, b ends" and left the third out)."""
+    text = nodes(6) + gang("h", 5, at=1, runs=50, estimate=50)
+    for name in ("r1", "r2", "r3"):
+        text += gang(name, 2, at=0, runs=100, estimate=100)
+    _, events = run(tmp_path, text, EASY)
+    said = {e["gang"]: e["message"] for e in events if e["type"] == "expect"}
+    estimate = "(estimate: runtime-estimate)"
+    assert said["default/h"].endswith(
+        f"when default/r1 {estimate}, default/r2 {estimate} and 1 more end"
+    )
+
+
 def test_expected_starts_are_the_reservations(tmp_path: Path) -> None:
     result, events = run(tmp_path, SLURM_EXAMPLE, CONSERVATIVE)
     first = {g.name: g.expected_start_first for g in result.gangs}

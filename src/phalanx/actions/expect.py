@@ -174,7 +174,7 @@ class Teller:
         if start <= now:
             return f"fits now on {where}" if reserved else f"room now on {where}"
         ends = self.reserve.enders.get(start, []) + self._carve_ends.get(start, [])
-        cause = f" when {', '.join(ends[:2])} ends" if ends else ""
+        cause = f" when {_who_ends(ends)}" if ends else ""
         kind = "reserved" if reserved else "estimated (not reserved)"
         return f"{kind}: {where} free at {clock(start, now)}{cause}"
 
@@ -211,3 +211,12 @@ def _read(who: Candidate) -> bool:
 
 def _source(who: Candidate) -> str:
     return "no estimate" if who.estimate is None else f"estimate: {who.estimate.source}"
+
+
+def _who_ends(labels: list[str]) -> str:
+    """``a ends``, ``a and b end``, ``a, b and 3 more end``."""
+    if len(labels) == 1:
+        return f"{labels[0]} ends"
+    if len(labels) == 2:
+        return f"{labels[0]} and {labels[1]} end"
+    return f"{labels[0]}, {labels[1]} and {len(labels) - 2} more end"
