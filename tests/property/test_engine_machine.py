@@ -21,7 +21,8 @@ release finished pods) and checks the engine's invariants after every step:
   started or arrived meanwhile, or it sits in a timeout backoff. Checked while every gang is
   rigid (``minMember`` = its members): a gang's unit also places members beyond its minimum,
   which a reservation behind it does not foresee (a known gap, see actions/book.py).
-- queues: no queue ever holds more than its ``capability``; every eviction is for a preemptor
+- queues: the book's per-queue figures, kept incrementally, equal a walk over every gang it
+  tracks; no queue ever holds more than its ``capability``; every eviction is for a preemptor
   that got a hold (its whole minimum was planned) and is placed in the next cycle unless the
   cluster changed meanwhile, and a victim gang is evicted whole or keeps at least its minimum
   (only surplus taken). Evicted pods go at once and are re-created pending, as a controller
@@ -51,7 +52,7 @@ from phalanx.api.queues import QueueSpec
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
-from phalanx.cluster.workloads import PodStatus
+from phalanx.cluster.workloads import HOLDING, PodStatus
 from phalanx.framework.backend import MemoryBackend, apply
 from phalanx.framework.session import CycleResult
 from phalanx.policies import Scheduler, get_policy
@@ -438,6 +439,46 @@ class EngineMachine(RuleBasedStateMachine):
             cap = spec.capability.get(GPU)
             if cap is not None:
                 assert used[name] <= cap, f"queue {name}: {used[name]} > capability {cap}"
+
+    @invariant()
+    def queue_figures_equal_a_walk_over_every_gang(self) -> None:
+        """The book's per-queue sums, kept per changed gang (``cluster/queuetally.py``), equal
+        a walk over every gang it tracks (the pods holding a node, the valid members it may
+        still place, the gangs that wait), after any step."""
+        if self.state is None:
+            return
+        state, book = self.state, self.state.queues
+        total = state.table.total_allocatable().astype(np.float64)
+        book.refresh(list(state.waiting.values()), state.index, total)
+        width = len(state.index)
+        expected: dict[str, list[object]] = {}
+        for gang in book.tracked.values():
+            held, asked = np.zeros(width), np.zeros(width)
+            for pod in gang.members:
+                if pod.status in HOLDING:
+                    held += pod.request[:width]
+            for pod in gang.placeable():
+                if not pod.invalid:
+                    asked += pod.request[:width]
+            assert held.any() or asked.any(), f"{gang.ident} is tracked for nothing"
+            sums = expected.setdefault(book.queue_of(gang), [np.zeros(width), np.zeros(width), 0])
+            sums[0] += held
+            sums[1] += held + asked
+            sums[2] += bool(asked.any()) and not gang.ready()
+        kept = {
+            name: [s.usage.tolist(), s.demand.tolist(), s.waiting]
+            for name, s in book.tally.sums.items()
+        }
+        walked = {name: [u.tolist(), d.tolist(), w] for name, (u, d, w) in expected.items()}
+        assert kept == walked
+        for name, (usage, demand, waiting) in walked.items():
+            assert book.uses[name].usage.tolist() == usage
+            assert book.uses[name].waiting == waiting
+            if book.parent(name) is None:
+                assert (
+                    book.uses[name].demand.tolist()
+                    == np.minimum(demand, book.capability(name, state.index)).tolist()
+                )
 
     @invariant()
     def nothing_is_mid_cycle(self) -> None:

@@ -13,8 +13,10 @@ without being declared).
 :meth:`refresh` computes, once per cycle and only over gangs that hold or wait (a tracked set,
 so finished work costs nothing): per queue ``usage`` (requests of pods holding a node),
 ``demand`` (usage plus waiting members' requests, capped by capability, summed up the tree),
-and ``deserved`` (:mod:`phalanx.cluster.fairshare`). Vectors are floats over the resource
-index; ``pods`` never counts in shares.
+and ``deserved`` (:mod:`phalanx.cluster.fairshare`). The per-gang figures are kept by a
+:class:`~phalanx.cluster.queuetally.QueueTally` and recomputed only for gangs that changed;
+the shares only when the sums, the cluster's total or the queue objects moved. Vectors are
+floats over the resource index; ``pods`` never counts in shares.
 
 **Usage with memory** (``half_life`` seconds, off by default): ``history`` is each queue's
 usage averaged with exponential decay (weight halves every ``half_life``). For *ordering*, a
@@ -31,14 +33,15 @@ that room. A hold ends when its gang is placed or gone, or after ``HOLD_SECONDS`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from phalanx.api.queues import DEFAULT_QUEUE, BudgetSpec, QueueBindingSpec, QueueSpec
 from phalanx.cluster.fairshare import Claim, Floats, dominant_ratio, water_fill
+from phalanx.cluster.queuetally import QueueTally
 from phalanx.cluster.resources import ResourceIndex
-from phalanx.cluster.workloads import HOLDING, GangInfo, PodStatus
+from phalanx.cluster.workloads import GangInfo, PodStatus
 
 KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KAI_LABEL = "kai.scheduler/queue"
@@ -91,6 +94,9 @@ class QueueBook:
         #: bumped when a queue, binding or budget appears or goes (preemption memos expire)
         self.generation = 0
         self._undeclared: dict[str, QueueSpec] = {}
+        self.tally = QueueTally()  # the tracked gangs' figures, kept as they change
+        #: the tally's sums, total, generation and width → the figures computed from them
+        self._shared: tuple[tuple[object, ...], dict[str, QueueUse]] | None = None
 
     # -- objects ---------------------------------------------------------------------------
     def add_queue(self, spec: QueueSpec) -> None:
@@ -197,6 +203,8 @@ class QueueBook:
             ident = gang.ident
             if ident not in self.tracked:
                 self.tracked[ident] = gang
+                gang.watcher = self.tally.dirty  # it tells the tally when it changes
+                self.tally.dirty.add(ident)
                 self._rank[ident] = min((p.seq for p in gang.members), default=0)
             if gang.placed:  # may have a member bound (tracked on every bind)
                 self._live[ident] = gang
@@ -222,8 +230,16 @@ class QueueBook:
         out.sort(key=lambda g: self._rank.get(g.ident, 0))
         return out
 
+    def forget(self, ident: str) -> None:
+        """``ident`` is gone (its PodGroup was deleted): it no longer counts."""
+        self._untrack(ident)
+
     def _untrack(self, ident: str) -> None:
-        self.tracked.pop(ident, None)
+        gang = self.tracked.pop(ident, None)
+        if gang is not None and gang.watcher is self.tally.dirty:
+            gang.watcher = None
+        self.tally.drop(ident)
+        self.tally.dirty.discard(ident)
         self._rank.pop(ident, None)
         self._live.pop(ident, None)
 
@@ -234,40 +250,49 @@ class QueueBook:
         total: Floats,
         now: float | None = None,
     ) -> None:
-        """Recompute usage, demand and deserved (``gangs``: those waiting now)."""
+        """Recompute usage, demand and deserved (``gangs``: those waiting now). Only the
+        gangs that changed since the last refresh are looked at (:mod:`queuetally`), and the
+        shares are computed again only when the sums, the cluster or the queues moved."""
         self.track(gangs)
         width = len(index)
-        uses: dict[str, QueueUse] = {}
-        for ident, gang in list(self.tracked.items()):
-            held = np.zeros(width)
-            asked = np.zeros(width)
-            for pod in gang.members:
-                if pod.status in HOLDING:
-                    held[: pod.request[:width].size] += pod.request[:width]
-            for pod in gang.placeable():  # up to its max-member
-                if not pod.invalid:
-                    asked[: pod.request[:width].size] += pod.request[:width]
-            if not held.any() and not asked.any():
+        tally = self.tally
+        if tally.stale(width, self.generation):
+            tally.reset(width, self.generation)
+            tally.dirty.update(self.tracked)
+        for ident in list(tally.dirty):
+            gang = self.tracked.get(ident)
+            if gang is not None and not tally.update(gang, self.queue_of):
                 self._untrack(ident)
-                continue
-            use = uses.setdefault(self.queue_of(gang), QueueUse(np.zeros(width), np.zeros(width)))
-            use.usage += held
-            use.demand += held + asked
-            use.waiting += bool(asked.any()) and not gang.ready()
+        tally.dirty.clear()
+        key = (tally.key(), total.tobytes(), self.generation, width)
+        if self._shared is None or self._shared[0] != key:
+            self._shared = (key, self._figures(index, total))
+        uses = {  # copies: an action may move a queue's usage during its cycle
+            name: replace(
+                use, usage=use.usage.copy(), demand=use.demand.copy(), deserved=use.deserved.copy()
+            )
+            for name, use in self._shared[1].items()
+        }
+        if now is not None:
+            self._remember(now, uses)
+        self.uses = uses
+        self.mask = _mask(index)
+
+    def _figures(self, index: ResourceIndex, total: Floats) -> dict[str, QueueUse]:
+        """Usage, demand and deserved per queue from the tally's sums."""
+        width = len(index)
+        uses = {
+            name: QueueUse(sums.usage.copy(), sums.demand.copy(), waiting=sums.waiting)
+            for name, sums in self.tally.sums.items()
+        }
         for name in list(uses):
             for ancestor in self.ancestry(name)[1:]:
                 uses.setdefault(ancestor, QueueUse(np.zeros(width), np.zeros(width)))
         for name in self.specs:
             uses.setdefault(name, QueueUse(np.zeros(width), np.zeros(width)))
         self._roll_up(uses, index)
-        mask = np.ones(width)
-        if "pods" in index:
-            mask[index.position["pods"]] = 0.0
-        self._share(uses, index, total, mask)
-        if now is not None:
-            self._remember(now, uses)
-        self.uses = uses
-        self.mask = mask
+        self._share(uses, index, total, _mask(index))
+        return uses
 
     def _remember(self, now: float, uses: dict[str, QueueUse]) -> None:
         """Decay ``history`` to ``now`` and fold in the usage since the last refresh, taken as
@@ -358,3 +383,11 @@ class QueueBook:
             gang = gangs.get(ident)
             if gang is None or gang.ready() or now - hold.since > HOLD_SECONDS:
                 del self.holds[ident]
+
+
+def _mask(index: ResourceIndex) -> Floats:
+    """1 for the resources that count in dominant shares (all but ``pods``)."""
+    mask = np.ones(len(index))
+    if "pods" in index:
+        mask[index.position["pods"]] = 0.0
+    return mask

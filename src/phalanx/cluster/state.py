@@ -148,6 +148,7 @@ class ClusterState:
             if offered[pod.request > 0].all() and not self.index.unknown(pod.spec.requests):
                 del self._unoffered[key]
                 pod.invalid = devices.invalid(int(pod.request[self.table.gpu_col]))
+                pod.gang.touched()
                 self.unblock(pod.gang)
         self.topology = TopologySource()  # set by the runner from Topology/HyperNode objects
 
@@ -284,6 +285,7 @@ class ClusterState:
             self.table.add(pod.node, request, pod.gpus)
             self._freed(pod.gang)
         pod.gang.generation += 1  # its requests changed: validity is computed again
+        pod.gang.touched()
         pod.request = request
         pod.spec = spec
         self.version += 1
@@ -325,6 +327,7 @@ class ClusterState:
             gang.min_member = spec.min_member
             gang.role_minimums = dict(spec.role_minimums)
             gang.invalid = None
+            gang.touched()
             self.version += 1
             self.unblock(gang)
             self._refresh_waiting(gang)
@@ -339,6 +342,7 @@ class ClusterState:
         self._unpark(gang.ident)
         holder = _placeholder(key, gang.created)
         for pod in gang.members:
+        self.queues.forget(gang.ident)  # its pods are counted with the placeholder's
             pod.gang = holder
             holder.add(pod)
         if holder.members:

@@ -2,7 +2,8 @@
 
 Every pod belongs to exactly one gang: its PodGroup, or an implicit gang of one for a pod that
 names none. Status changes go through :meth:`GangInfo.move` so the gang's counters (placed
-members, per role) are always exact; the Statement relies on that to undo cheaply.
+members, per role) are always exact; the Statement relies on that to undo cheaply. A gang
+tracked by the queue book's tally notes there that it changed (``watcher``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class GangInfo:
     finished: float | None = None
     #: (book, spec it was resolved from, book generation, queue): QueueBook.queue_of's memo
     queue_memo: tuple[object, object, int, str] | None = None
+    #: the set of changed gangs of the queue tally tracking it (see ``touched``), or None
+    watcher: set[str] | None = None
     #: unique among all gangs: a PodGroup's key, or ``pod:KEY`` for an implicit gang (its key
     #: and whether it is implicit never change)
     ident: str = field(init=False)
@@ -136,7 +139,15 @@ class GangInfo:
     def timeout(self) -> float | None:
         return None if self.spec is None else self.spec.timeout_seconds
 
+    def touched(self) -> None:
+        """Its members, their statuses or its spec changed: a tally tracking it recomputes
+        its part (:mod:`phalanx.cluster.queuetally`)."""
+        if self.watcher is not None:
+            self.watcher.add(self.ident)
+
     def add(self, pod: PodInfo) -> None:
+        if self.watcher is not None:
+            self.watcher.add(self.ident)
         self.members.append(pod)
         self.waiting_members += pod.status is PodStatus.PENDING
         self.generation += 1
@@ -146,6 +157,8 @@ class GangInfo:
 
     def remove(self, pod: PodInfo) -> None:
         """``pod`` leaves the gang (deleted): its counters go with it."""
+        if self.watcher is not None:
+            self.watcher.add(self.ident)
         if pod.status in PLACED:
             self.placed -= 1
             self.placed_by_role[pod.spec.role] -= 1
@@ -155,7 +168,10 @@ class GangInfo:
         self.generation += 1
 
     def move(self, pod: PodInfo, status: PodStatus) -> None:
-        """Change ``pod``'s status, keeping the gang's counters exact."""
+        """Change ``pod``'s status, keeping the gang's counters exact (and telling a tally
+        that tracks it)."""
+        if self.watcher is not None:
+            self.watcher.add(self.ident)
         before, after = pod.status in PLACED, status in PLACED
         if before != after:
             delta = 1 if after else -1
