@@ -17,35 +17,59 @@ QueueSort's order). The state then wakes, after a release, only the first groups
 that the room could hold: a superset of the pods this module lets through, so parking changes
 no decision (hints on and off give the same events, property-tested) and a release costs what
 it can wake, not the length of the queue.
+
+A release in the cycle itself (Permit holds given back) looks at parked groups too, but only
+at those of a class whose shape the room holds a pod of (one capacity test per class), of the
+coarse class, and those the rejection made pending again (``ClusterState.parked_where``). A
+parked group of a full shape would send no pod and stay parked, and the release moves the
+state's count past every mark, so leaving it out changes nothing: such a cycle costs its
+classes and the groups that may move, not every parked pod.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 from phalanx.cluster.hints import CapacityOf, Hint
 from phalanx.cluster.workloads import GangInfo, PodInfo
-from phalanx.framework.session import Session
+from phalanx.framework.session import Retry, Session
 
 
 def queue(session: Session, released_now: bool) -> tuple[list[GangInfo], list[PodInfo]]:
     """The groups looked at and their pending pods that may be tried, in QueueSort order;
     ``released_now``: this cycle already gave back Permit holds (the parked groups are looked
-    at too, as after any release)."""
+    at too, as after any release: those that could send a pod, see :func:`_parked`)."""
     gangs = session.state.waiting_gangs(session.table)
+    capacity = CapacityOf(session.table)
     if released_now:
-        gangs = [*gangs, *session.state.blocked.values()]
+        gangs = [*gangs, *_parked(session, capacity)]
     pods = [pod for gang in gangs for pod in gang.pending() if session.ours(pod, gang)]
     pods.sort(key=lambda p: (-p.priority, p.gang.created, p.gang.key, p.seq))
-    return gangs, _woken(session, pods, released_now)
+    return gangs, _woken(session, pods, released_now, capacity)
 
 
-def _woken(session: Session, pods: list[PodInfo], released_now: bool) -> list[PodInfo]:
+def _parked(session: Session, capacity: CapacityOf) -> list[GangInfo]:
+    """The parked groups worth a look after a release in this cycle: those of a class whose
+    shape the room holds a pod of, of the coarse class, and those this cycle rejected (their
+    pods are pending again, unmarked). The others are all marked and of a shape no node
+    holds: :func:`_woken` would send none of their pods, and they stay parked (this cycle's
+    release moves the state's count, so their marks need no refresh). A release then costs
+    the classes and the groups that may move, not every parked pod."""
+
+    def worth(hint: Hint | None) -> bool:
+        return hint is None or any(capacity(request, where) for request, where, _ in hint.shapes)
+
+    rejected = {pod.gang.ident for pod, _ in session.result.retries.values()}
+    return session.state.parked_where(worth, rejected)
+
+
+def _woken(
+    session: Session, pods: list[PodInfo], released_now: bool, capacity: CapacityOf
+) -> list[PodInfo]:
     """The pods not marked, and the marked ones a release sends back (see the module)."""
     freed = session.freed
-    capacity: CapacityOf | None = None
     sent: Counter[tuple[bytes, object]] = Counter()
+    room: dict[tuple[bytes, object], int] = {}
     out: list[PodInfo] = []
     for pod in pods:
         mark = session.blocked_at(pod)
@@ -54,13 +78,16 @@ def _woken(session: Session, pods: list[PodInfo], released_now: bool) -> list[Po
             continue
         if mark == freed and not released_now:
             continue  # nothing was freed since it found no node
-        capacity = capacity or CapacityOf(session.table)
         shape = (pod.request.tobytes(), pod.spec.placement)
-        if sent[shape] < capacity(pod.request, pod.spec.placement):
+        holds = room.get(shape)
+        if holds is None:
+            holds = room[shape] = capacity(pod.request, pod.spec.placement)
+        if sent[shape] < holds:
             sent[shape] += 1
             out.append(pod)
         elif mark != freed:  # looked at for this release: it waits for the next one
-            session.retry(pod, replace(session.retry_of(pod), blocked_at=freed))
+            retry = session.retry_of(pod)
+            session.retry(pod, Retry(retry.failures, retry.backoff_until, freed))
     return out
 
 

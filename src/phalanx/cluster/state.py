@@ -89,6 +89,8 @@ class ClusterState:
         self._parked: dict[Hashable, Parked] = {}  # failure class → its parked gangs
         self._class_of: dict[str, Hashable] = {}
         self._parked_at: dict[str, int] = {}  # parked gang → ``freed`` when it was parked
+        self._parks = 0  # counts parkings: a parked gang's number orders ``blocked``
+        self._park_number: dict[str, int] = {}
         #: gangs woken beyond their class's budget because a gate watches them (see
         #: ``_wake_watched``): the room may not hold them, which allocate checks first
         self.watched_woken: set[str] = set()
@@ -340,9 +342,9 @@ class ClusterState:
             return
         self.waiting.pop(gang.ident, None)
         self._unpark(gang.ident)
+        self.queues.forget(gang.ident)  # its pods are counted with the placeholder's
         holder = _placeholder(key, gang.created)
         for pod in gang.members:
-        self.queues.forget(gang.ident)  # its pods are counted with the placeholder's
             pod.gang = holder
             holder.add(pod)
         if holder.members:
@@ -499,6 +501,8 @@ class ClusterState:
         parked.add(gang.ident, gang, order if key is not None else ())
         self._class_of[gang.ident] = key
         self._parked_at[gang.ident] = since
+        self._parks += 1
+        self._park_number[gang.ident] = self._parks
 
     def unblock(self, gang: GangInfo) -> None:
         if self._unpark(gang.ident):
@@ -510,6 +514,7 @@ class ClusterState:
             return False
         key = self._class_of.pop(ident)
         del self._parked_at[ident]
+        del self._park_number[ident]
         parked = self._parked[key]
         parked.remove(ident)
         if not parked:
@@ -546,6 +551,7 @@ class ClusterState:
         del self.blocked[ident]
         del self._class_of[ident]
         del self._parked_at[ident]
+        del self._park_number[ident]
         self._refresh_waiting(gang)
 
     def _wake_fitting(self, table: NodeTable) -> None:
@@ -581,6 +587,24 @@ class ClusterState:
         if self._gated and gate is not None:
             self._wake_gated(gate)
         return list(self.waiting.values())
+
+    def parked_where(
+        self, worth: Callable[[Hint | None], bool], also: Iterable[str] = ()
+    ) -> list[GangInfo]:
+        """The parked gangs of the classes whose hint is ``worth`` a look, and those named in
+        ``also``, in the order of ``blocked`` (parking order). A class is one test, so this
+        costs the classes and the gangs returned, not every parked gang."""
+        found: dict[str, GangInfo] = {}
+        for parked in self._parked.values():
+            if worth(parked.hint):
+                for ident, gang in parked.gangs():
+                    assert isinstance(gang, GangInfo)
+                    found[ident] = gang
+        for ident in also:
+            gang = self.blocked.get(ident)
+            if gang is not None:
+                found[ident] = gang
+        return sorted(found.values(), key=lambda gang: self._park_number[gang.ident])
 
     def _wake_watched(self, idents: Iterable[str]) -> None:
         """A reservation gate notices the failures of the gangs it may reserve for (a gang

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
+from phalanx.cluster.hints import Hint
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import PodStatus
@@ -141,3 +142,41 @@ def test_gang_move_keeps_counters_exact(moves, placed, by_role, pipelined) -> No
     assert gang.placed_by_role == Counter(by_role)  # zero counts equal missing ones
     assert gang.pipelined == pipelined
     assert gang.ready() is (placed >= 2 and by_role.get("launcher", 0) >= 1)
+
+
+def test_parked_where_gives_the_classes_worth_a_look_in_parking_order() -> None:
+    """The unschedulable queue looks, after a release, only at the parked gangs of classes
+    whose shape the room may hold (and at gangs it names): in the order they were parked."""
+    state = cluster()
+    small, big = np.array([1000, 1000, 1]), np.array([1000, 8000, 1])
+    hints = {
+        "small": Hint("small", ((small, None, 1),), 1),
+        "big": Hint("big", ((big, None, 1),), 1),
+    }
+    for name, kind in [
+        ("b0", "big"),
+        ("s0", "small"),
+        ("b1", "big"),
+        ("c0", None),
+        ("s1", "small"),
+    ]:
+        gang = state.add_pod(PodSpec("ns", name, POD), 0.0).gang
+        state.block(
+            gang, state.freed, hints[kind] if kind else None, (0.0, float(len(state.blocked)))
+        )
+    assert list(state.blocked) == ["pod:ns/b0", "pod:ns/s0", "pod:ns/b1", "pod:ns/c0", "pod:ns/s1"]
+
+    def holds_small(hint: Hint | None) -> bool:
+        return hint is None or hint.key == "small"
+
+    looked = state.parked_where(holds_small)
+    assert [g.ident for g in looked] == ["pod:ns/s0", "pod:ns/c0", "pod:ns/s1"]
+    named = state.parked_where(holds_small, also=["pod:ns/b1", "pod:ns/gone"])
+    assert [g.ident for g in named] == ["pod:ns/s0", "pod:ns/b1", "pod:ns/c0", "pod:ns/s1"]
+    state.unblock(state.gangs["pod:ns/s0"])  # woken, then parked again: it goes last
+    state.block(state.gangs["pod:ns/s0"], state.freed, hints["small"], (0.0, 9.0))
+    assert [g.ident for g in state.parked_where(holds_small)] == [
+        "pod:ns/c0",
+        "pod:ns/s1",
+        "pod:ns/s0",
+    ]
