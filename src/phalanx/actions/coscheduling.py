@@ -60,6 +60,7 @@ class Coscheduling:
         self.freed_now = False  # this cycle released reservations
         self._alive: dict[str, int] = {}  # live members per group, this cycle
         self._described: dict[bytes, str] = {}  # request → its description, for messages
+        self._shapes = unschedulable.Shapes()  # pods' shapes as numbers (a cache)
 
     def execute(self, session: Session) -> None:
         self.freed_now = self._expire(session) > 0  # releases wake the unschedulable pods
@@ -67,7 +68,7 @@ class Coscheduling:
         waiting: dict[str, Statement] = {}
         rejected: set[str] = set()
         no_room: set[tuple[bytes, object]] = set()  # shapes that found no node this cycle
-        gangs, queue = unschedulable.queue(session, self.freed_now)
+        gangs, queue = unschedulable.queue(session, self.freed_now, self._shapes)
         for pod in queue:
             gang = pod.gang
             if gang.ident in rejected or not self._ready_to_try(session, pod):

@@ -35,7 +35,9 @@ from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.framework.session import Retry, Session
 
 
-def queue(session: Session, released_now: bool) -> tuple[list[GangInfo], list[PodInfo]]:
+def queue(
+    session: Session, released_now: bool, shapes: Shapes
+) -> tuple[list[GangInfo], list[PodInfo]]:
     """The groups looked at and their pending pods that may be tried, in QueueSort order;
     ``released_now``: this cycle already gave back Permit holds (the parked groups are looked
     at too, as after any release: those that could send a pod, see :func:`_parked`)."""
@@ -45,7 +47,7 @@ def queue(session: Session, released_now: bool) -> tuple[list[GangInfo], list[Po
         gangs = [*gangs, *_parked(session, capacity)]
     pods = [pod for gang in gangs for pod in gang.pending() if session.ours(pod, gang)]
     pods.sort(key=lambda p: (-p.priority, p.gang.created, p.gang.key, p.seq))
-    return gangs, _woken(session, pods, released_now, capacity)
+    return gangs, _woken(session, pods, released_now, capacity, shapes)
 
 
 def _parked(session: Session, capacity: CapacityOf) -> list[GangInfo]:
@@ -63,22 +65,51 @@ def _parked(session: Session, capacity: CapacityOf) -> list[GangInfo]:
     return session.state.parked_where(worth, rejected)
 
 
+class Shapes:
+    """Each pod's shape (request, placement) as a small number, so that a queue of pods is
+    bucketed by shape without hashing a placement per pod and cycle (kept while the pod's
+    request and placement are the same objects)."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[bytes, object], int] = {}
+        self._of: dict[int, tuple[object, object, int]] = {}  # id(pod) → request, placement, id
+
+    def __call__(self, pod: PodInfo) -> int:
+        known = self._of.get(id(pod))
+        request, placement = pod.request, pod.spec.placement
+        if known is not None and known[0] is request and known[1] is placement:
+            return known[2]
+        if len(self._of) > self.LIMIT:
+            self._of.clear()
+        shape = self._ids.setdefault((request.tobytes(), placement), len(self._ids))
+        self._of[id(pod)] = (request, placement, shape)
+        return shape
+
+
 def _woken(
-    session: Session, pods: list[PodInfo], released_now: bool, capacity: CapacityOf
+    session: Session,
+    pods: list[PodInfo],
+    released_now: bool,
+    capacity: CapacityOf,
+    shapes: Shapes,
 ) -> list[PodInfo]:
     """The pods not marked, and the marked ones a release sends back (see the module)."""
     freed = session.freed
-    sent: Counter[tuple[bytes, object]] = Counter()
-    room: dict[tuple[bytes, object], int] = {}
+    retries = session.result.retries
+    sent: Counter[int] = Counter()
+    room: dict[int, int] = {}
     out: list[PodInfo] = []
     for pod in pods:
-        mark = session.blocked_at(pod)
+        noted = retries.get(id(pod)) if retries else None
+        mark = pod.blocked_at if noted is None else noted[1].blocked_at
         if mark == -1:
             out.append(pod)
             continue
         if mark == freed and not released_now:
             continue  # nothing was freed since it found no node
-        shape = (pod.request.tobytes(), pod.spec.placement)
+        shape = shapes(pod)
         holds = room.get(shape)
         if holds is None:
             holds = room[shape] = capacity(pod.request, pod.spec.placement)
@@ -86,21 +117,34 @@ def _woken(
             sent[shape] += 1
             out.append(pod)
         elif mark != freed:  # looked at for this release: it waits for the next one
-            retry = session.retry_of(pod)
-            session.retry(pod, Retry(retry.failures, retry.backoff_until, freed))
+            retry = Retry(pod.failures, pod.backoff_until, freed)
+            if noted is not None:
+                retry = Retry(noted[1].failures, noted[1].backoff_until, freed)
+            session.retry(pod, retry)
     return out
 
 
 def park(session: Session, gangs: list[GangInfo]) -> None:
     """Park the groups whose every pending pod is marked at the current release count; wake
-    a parked one whose pod may be tried again without a release (a rejection at Permit)."""
+    a parked one whose pod may be tried again without a release (a rejection at Permit). A
+    group already parked stays so (parking it again would change nothing: the applier parks
+    only a group that waits, at an unchanged release count)."""
     freed = session.freed
     parked = session.state.blocked
+    retries = session.result.retries
     for gang in gangs:
         pending = gang.pending()
-        if not pending or any(session.blocked_at(p) != freed for p in pending):
+        marked = bool(pending)
+        for pod in pending:
+            noted = retries.get(id(pod)) if retries else None
+            if (pod.blocked_at if noted is None else noted[1].blocked_at) != freed:
+                marked = False
+                break
+        if not marked:
             if gang.ident in parked:
                 session.result.unblocked.append(gang)
+            continue
+        if gang.ident in parked:
             continue
         session.result.blocked.append(gang)
         session.result.hints[gang.ident] = (
