@@ -189,7 +189,8 @@ class ShareMeter:
         """After a cycle: what each queue holds and deserves from now on. With no queue in
         play (none declared, every gang in ``default``) that is O(1): the one queue holds
         what is allocated and deserves what it asks, up to the cluster; otherwise the book's
-        figures (refreshed here when the policy's plugins did not)."""
+        figures (refreshed here when the policy's plugins did not; the book recomputes only
+        the gangs that changed since, see :mod:`phalanx.cluster.queuetally`)."""
         book = sim.state.queues
         if not (book.active or book.declared or self.multi):
             capacity = float(sim.state.table.total_allocatable()[sim.state.table.gpu_col])
