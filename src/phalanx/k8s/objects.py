@@ -59,7 +59,6 @@ from phalanx.k8s.meta import (
     describing,
     duration_annotation,
     labels_of,
-    max_member_annotation,
     name_of,
     namespace_of,
     object_label,
@@ -68,7 +67,7 @@ from phalanx.k8s.meta import (
 from phalanx.k8s.placement import taints
 from phalanx.k8s.pods import convert_pod, with_duration
 from phalanx.k8s.priority import PriorityTable
-from phalanx.k8s.runtime import deadline_of, merged, runtime_hints
+from phalanx.k8s.runtime import group_annotations, merged, runtime_hints
 from phalanx.k8s.topology import gang_topology
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -174,14 +173,11 @@ def gang_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> GangSpe
             queue=queue,
             timeout_seconds=timeout,
             min_resources=get_resources(spec, "minResources", "spec"),
-            duration=duration_annotation(annotations, DURATION),
             topology=topology.constraint,
             role_topology=topology.roles,
             role_parents=topology.parents,
             subgroups=topology.subgroups,
-            runtime_hints=runtime_hints(annotations, labels_of(pg)),
-            deadline=deadline_of(annotations),
-            max_member=max_member_annotation(annotations, min_member),
+            **group_annotations(pg, min_member),
         )
 
 

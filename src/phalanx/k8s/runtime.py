@@ -18,10 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import TypedDict
 
 from phalanx.api.specs import Deadline, RuntimeHints
 from phalanx.k8s.fields import Obj, check_int, child, fail
-from phalanx.k8s.meta import annotation_path, duration_annotation
+from phalanx.k8s.meta import (
+    DURATION,
+    annotation_path,
+    annotations_of,
+    duration_annotation,
+    labels_of,
+    max_member_annotation,
+)
 
 RUNTIME_ESTIMATE = "phalanx.dev/runtime-estimate"
 MAX_EXEC_TIME = "kueue.x-k8s.io/max-exec-time-seconds"
@@ -31,6 +39,31 @@ DEADLINE = "phalanx.dev/deadline"
 ANNOTATION = "runtime-estimate"
 ACTIVE_DEADLINE = "activeDeadlineSeconds"
 KUEUE = "max-exec-time"
+
+
+class GroupAnnotations(TypedDict, total=False):
+    """phalanx's own annotations on a gang object, as :class:`~phalanx.api.specs.GangSpec`
+    fields."""
+
+    duration: float | None
+    runtime_hints: RuntimeHints
+    deadline: Deadline | None
+    max_member: int | None
+
+
+def group_annotations(obj: Obj, min_member: int | None = None) -> GroupAnnotations:
+    """What a PodGroup of any API (or a Workload, for each of its gangs) says in phalanx's own
+    annotations: the simulated duration, the runtime hints and the deadline, and with
+    ``min_member`` the elastic maximum (``phalanx.dev/max-member``)."""
+    annotations = annotations_of(obj)
+    fields = GroupAnnotations(
+        duration=duration_annotation(annotations, DURATION),
+        runtime_hints=runtime_hints(annotations, labels_of(obj)),
+        deadline=deadline_of(annotations),
+    )
+    if min_member is not None:
+        fields["max_member"] = max_member_annotation(annotations, min_member)
+    return fields
 
 
 def runtime_hints(

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.api.specs import Deadline, GangSpec, RuntimeHints, TopologyConstraint
+from phalanx.api.specs import GangSpec, TopologyConstraint
 from phalanx.k8s.fields import (
     Obj,
     as_mapping,
@@ -46,19 +46,8 @@ from phalanx.k8s.fields import (
     get_mapping,
     get_str,
 )
-from phalanx.k8s.meta import (
-    DURATION,
-    annotations_of,
-    describing,
-    duration_annotation,
-    labels_of,
-    max_member_annotation,
-    name_of,
-    namespace_of,
-    object_label,
-    root,
-)
-from phalanx.k8s.runtime import deadline_of, runtime_hints
+from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
+from phalanx.k8s.runtime import GroupAnnotations, group_annotations
 from phalanx.k8s.topology import gang_topology, workload_api
 
 WORKLOAD_GROUP = "scheduling.k8s.io"
@@ -97,9 +86,7 @@ class WorkloadSpec:
     pod_groups: dict[str, int | None]
     constraints: dict[str, TopologyConstraint] = field(default_factory=dict)
     #: phalanx's annotations on the Workload, for each of its gangs
-    duration: float | None = None
-    runtime_hints: RuntimeHints = ()
-    deadline: Deadline | None = None
+    annotations: GroupAnnotations = field(default_factory=lambda: GroupAnnotations())
 
     @property
     def key(self) -> str:
@@ -116,10 +103,8 @@ class WorkloadSpec:
             min_member=min_count,
             api=WORKLOAD_GROUP,
             topology=self.constraints.get(pod_group),
-            duration=self.duration,
-            runtime_hints=self.runtime_hints,
-            deadline=self.deadline,
             origin=(f"Workload {self.key}", "spec.podGroups[].policy.gang.minCount"),
+            **self.annotations,
         )
 
 
@@ -176,16 +161,7 @@ def workload_from_dict(obj: Mapping[str, Any]) -> WorkloadSpec:
             constraint = None if v1alpha1 else workload_api(item, item_path)
             if constraint is not None:
                 constraints[group] = constraint
-        annotations = annotations_of(wl)
-        return WorkloadSpec(
-            namespace_of(wl),
-            name,
-            groups,
-            constraints,
-            duration=duration_annotation(annotations, DURATION),
-            runtime_hints=runtime_hints(annotations, labels_of(wl)),
-            deadline=deadline_of(annotations),
-        )
+        return WorkloadSpec(namespace_of(wl), name, groups, constraints, group_annotations(wl))
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,18 +191,14 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> GangSpec | BasicGroup:
         if min_count is None:
             return BasicGroup(namespace, name)
         topology = gang_topology(pg, {})  # spec.schedulingConstraints.topology
-        annotations = annotations_of(pg)
         return GangSpec(
             namespace=namespace,
             name=name,
             min_member=min_count,
             api=WORKLOAD_GROUP,
             topology=topology.constraint,
-            duration=duration_annotation(annotations, DURATION),
-            runtime_hints=runtime_hints(annotations, labels_of(pg)),
-            deadline=deadline_of(annotations),
-            max_member=max_member_annotation(annotations, min_count),
             origin=("PodGroup", "spec.schedulingPolicy.gang.minCount"),
+            **group_annotations(pg, min_count),
         )
 
 

@@ -34,20 +34,16 @@ from phalanx.k8s.fields import (
     get_str,
 )
 from phalanx.k8s.meta import (
-    DURATION,
     annotation_path,
     annotations_of,
     describing,
-    duration_annotation,
-    labels_of,
-    max_member_annotation,
     name_of,
     namespace_of,
     object_label,
     root,
 )
 from phalanx.k8s.priority import PriorityTable
-from phalanx.k8s.runtime import deadline_of, runtime_hints
+from phalanx.k8s.runtime import group_annotations
 from phalanx.k8s.topology import gang_topology
 
 API = "scheduling.run.ai"
@@ -91,8 +87,7 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
         min_member = 1 if minimum is None else check_int(minimum, "spec.minMember", minimum=1)
         class_name = get_str(spec, "priorityClassName", "spec")
         priority = priorities.get(class_name) if class_name else None
-        annotations = annotations_of(pg)
-        topology = gang_topology(pg, annotations)
+        topology = gang_topology(pg, annotations_of(pg))
         return GangSpec(
             namespace=namespace_of(pg),
             name=name,
@@ -101,14 +96,11 @@ def pod_group_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Ga
             role_minimums=_subgroups(spec),
             priority=priority,
             queue=get_str(spec, "queue", "spec") or "default",
-            duration=duration_annotation(annotations, DURATION),
             topology=topology.constraint,
             role_topology=topology.roles,
             role_parents=topology.parents,
             subgroups=topology.subgroups,
-            runtime_hints=runtime_hints(annotations, labels_of(pg)),
-            deadline=deadline_of(annotations),
-            max_member=max_member_annotation(annotations, min_member),
+            **group_annotations(pg, min_member),
         )
 
 
