@@ -240,6 +240,35 @@ def test_capability_is_never_exceeded() -> None:
     assert "capability" in two.reason
 
 
+def test_an_elastic_gang_starts_on_its_minimum_and_grows_only_within_capability() -> None:
+    """Minimum 2 of 6 four-GPU pods in a queue capped at 16 GPUs: it starts with the 4 pods
+    the cap allows (it used to wait forever, judged on all 6), and never exceeds the cap."""
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        node("n2", 8),
+        queue("capped", capability={GPU: "16"}),
+        *gang("elastic", 6, 4, q="capped", min_member=2),
+    ]
+    result, events = run(objects, until=1800)
+    assert bound_at(events, "default/elastic") == [0.0] * 4
+    (elastic,) = result.gangs
+    assert elastic.start == 0.0
+
+
+def test_an_elastic_gang_whose_minimum_exceeds_capability_waits_and_says_so() -> None:
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("capped", capability={GPU: "8"}),
+        *gang("elastic", 6, 4, q="capped", min_member=3),
+    ]
+    result, events = run(objects, until=1800)
+    assert bound_at(events, "default/elastic") == []
+    (elastic,) = result.gangs
+    assert "would use 12000 of its capability 8000" in elastic.reason
+
+
 def test_reclaim_takes_back_borrowed_room_whole_gangs_only() -> None:
     objects = [
         node("n0", 8),

@@ -58,6 +58,7 @@ class Allocate:
         refill = _Refill(session)
         while at < len(units):
             unit, at = units[at], at + 1
+            session.limit(unit)
             verdict = session.invalid(unit)
             if verdict is not None:
                 session.wait(unit.gang, *verdict)

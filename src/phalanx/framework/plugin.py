@@ -7,6 +7,8 @@ finds them once when it is built (``hooks``). Combination rules, as in Volcano:
   sort key and the session sorts by the concatenation, which is "first non-zero answer wins"
   without a Python comparison per pair;
 - validity (``unit_valid``): every plugin must accept; the first refusal's reason is kept;
+- limits (``unit_limit``): how many of an elastic unit's pods, in order, a plugin lets it
+  place at most (a queue's capability); the smallest wins, never below the gang's minimum;
 - readiness (``unit_ready``): all must agree (no plugin: ready);
 - filters: node masks are ANDed; scores: weighted sum (a filter or score may also answer for
   a few rows, ``filter_rows``/``score_rows``, so a session recomputes only what changed);
@@ -69,6 +71,12 @@ class UnitOrder(Protocol):
 class UnitValid(Protocol):
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         """``None`` if the unit may be tried now, else ``(reason, message)``."""
+
+
+@runtime_checkable
+class UnitLimit(Protocol):
+    def unit_limit(self, unit: Unit) -> int | None:
+        """At most how many of ``unit.pods`` (the first ones) it may place; None: all."""
 
 
 @runtime_checkable
@@ -215,6 +223,7 @@ class Hooks:
         self.plugins = list(plugins)
         self.orders = [p for p in plugins if isinstance(p, UnitOrder)]
         self.validators = [p for p in plugins if isinstance(p, UnitValid)]
+        self.limiters = [p for p in plugins if isinstance(p, UnitLimit)]
         self.readiness = [p for p in plugins if isinstance(p, UnitReady)]
         self.filters = [p for p in plugins if isinstance(p, Filter)]
         self.scorers = [p for p in plugins if isinstance(p, Score)]

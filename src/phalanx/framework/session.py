@@ -129,6 +129,7 @@ class Session:
         self.plugins = hooks.plugins
         self.orders = hooks.orders
         self.validators = hooks.validators
+        self.limiters = hooks.limiters
         self.readiness = hooks.readiness
         self.filters = hooks.filters
         self.scorers = hooks.scorers
@@ -191,6 +192,23 @@ class Session:
         for plugin in self.orders:
             key += plugin.order_key(unit, self.table)
         return (*key, unit.seq)
+
+    def limit(self, unit: Unit) -> None:
+        """Leave in an elastic ``unit`` only the pods every limit lets it place (never fewer
+        than its minimum still needs: validity then says why even those may not go)."""
+        gang = unit.gang
+        if not self.limiters or gang.implicit or gang.role_minimums:
+            return
+        floor = max(gang.min_member - gang.placed, 1)
+        if len(unit.pods) <= floor:
+            return
+        allowed = len(unit.pods)
+        for plugin in self.limiters:
+            most = plugin.unit_limit(unit)
+            if most is not None:
+                allowed = min(allowed, most)
+        if allowed < len(unit.pods):
+            unit.pods = unit.pods[: max(allowed, floor)]
 
     def invalid(self, unit: Unit) -> tuple[str, str] | None:
         for plugin in self.validators:

@@ -10,7 +10,9 @@ A gang holding room from a preemption goes first.
 
 Validity (``unit_valid``): a gang whose queue is closed waits (``QueueClosed``); a gang whose
 pending members would take its queue or any ancestor past ``capability`` waits
-(``QueueCapability``) — counting what this cycle already committed. An elastic gang grows
+(``QueueCapability``) — counting what this cycle already committed. An elastic gang is
+judged on its minimum and places no more pods than keep its queues within capability
+(``unit_limit``), as Volcano grows a job and Kueue admits one partially. An elastic gang grows
 after every gang waiting for its minimum (growth is ordered last); a rule that
 deferred growth while any such gang waited starved elastic gangs behind gangs that could not
 fit anyway (found by the live chaos test), so room a waiting gang cannot use yet is not held
@@ -33,6 +35,7 @@ test_cycle_purity.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -167,30 +170,50 @@ class Queues:
             return ("QueueClosed", f"queue {queue!r} is closed")
         return self.over_capability(queue, unit.pods)
 
+    def unit_limit(self, unit: Unit) -> int | None:
+        """How many of an elastic unit's pods, in order, fit under its queue's and every
+        ancestor's ``capability`` (Volcano admits such a job on its minimum and grows it
+        while the queue has room; Kueue's partial admission likewise)."""
+        most = len(unit.pods)
+        totals: np.ndarray | None = None
+        for _, cap, used in self._capped(self.book.queue_of(unit.gang)):
+            if totals is None:
+                totals = np.cumsum(_asks(unit.pods, cap.size), axis=0)
+            within = np.all(used + totals <= cap, axis=1)
+            if not within.all():
+                most = min(most, int(np.argmin(within)))
+        return most
+
     def over_capability(self, queue: str, pods: list[PodInfo]) -> tuple[str, str] | None:
-        book = self.book
-        index = self.session.state.index if self.session is not None else None
-        if index is None or not book.specs:
-            return None
-        self._catch_up()
-        width = len(index)
-        need = np.zeros(width)
-        for pod in pods:
-            need[: pod.request.size] += pod.request[:width]
-        for name in book.ancestry(queue):
-            cap = book.capability(name, index)
-            if not np.isfinite(cap).any():
-                continue
-            used = book.use(name, width).usage + self.committed.get(name, np.zeros(width))
+        need: np.ndarray | None = None
+        for name, cap, used in self._capped(queue):
+            if need is None:
+                need = _asks(pods, cap.size).sum(axis=0)
             over = np.flatnonzero(used + need > cap)
             if over.size:
-                resource = index.names[int(over[0])]
+                assert self.session is not None
+                resource = self.session.state.index.names[int(over[0])]
                 return (
                     "QueueCapability",
                     f"queue {name!r} would use {int(used[over[0]] + need[over[0]])} of its "
                     f"capability {int(cap[over[0]])} {resource}",
                 )
         return None
+
+    def _capped(self, queue: str) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+        """``queue`` and its ancestors that have a capability: (name, capability, what it
+        uses with this cycle's commitments), per resource of the state's index."""
+        book = self.book
+        index = self.session.state.index if self.session is not None else None
+        if index is None or not book.specs:
+            return
+        self._catch_up()
+        width = len(index)
+        for name in book.ancestry(queue):
+            cap = book.capability(name, index)
+            if np.isfinite(cap).any():
+                used = book.use(name, width).usage + self.committed.get(name, np.zeros(width))
+                yield name, cap, used
 
     def _catch_up(self) -> None:
         """Add what this cycle committed since the last look to each queue and its ancestors."""
@@ -248,3 +271,11 @@ class Quota(Queues):
 
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         return self.over_capability(self.book.queue_of(unit.gang), unit.pods)
+
+
+def _asks(pods: list[PodInfo], width: int) -> np.ndarray:
+    """One row per pod: its requests over the first ``width`` resources."""
+    asks = np.zeros((len(pods), width))
+    for i, pod in enumerate(pods):
+        asks[i, : pod.request.size] = pod.request[:width]
+    return asks
