@@ -35,6 +35,7 @@ from phalanx.api.specs import (
     QuotaSpec,
     Resources,
 )
+from phalanx.k8s.apis import kueue
 from phalanx.k8s.fields import (
     Obj,
     as_mapping,
@@ -193,10 +194,20 @@ def _job_count(spec: Obj, key: str) -> int | None:
 
 
 def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
-    """``batch/v1 Job``; the template becomes a pod named after the job, owned by it."""
+    """``batch/v1 Job``; the template becomes a pod named after the job, owned by it. With
+    Kueue's ``queue-name`` label the Job is one gang in that queue (:func:`kueue.job_gang`)."""
     with describing(object_label(obj, "Job", namespaced=True)):
         job = root(obj)
-        return job_spec(job, priorities, name=name_of(job), namespace=namespace_of(job))
+        name, queue = name_of(job), labels_of(job).get(kueue.QUEUE_NAME, "")
+        spec = job_spec(job, priorities, name=name, namespace=namespace_of(job), queue=queue)
+        if not queue:
+            return spec
+        count = spec.parallelism if spec.completions is None else spec.completions
+        count = min(spec.parallelism, count)
+        if count < 1:
+            return spec  # nothing to admit
+        member = kueue.job_gang(spec.template, annotations_of(job), name=name, count=count)
+        return dataclasses.replace(spec, template=member)
 
 
 def job_spec(

@@ -4,13 +4,16 @@ Each ``spec.replicatedJobs[]`` entry (``name``, ``replicas`` default 1, ``templa
 template) yields ``replicas`` Jobs named ``JOBSET-NAME-INDEX``; the Job controller then keeps
 ``parallelism`` pods of each (``JOB-INDEX``). A JobSet declares no gang by itself: its pods form
 gangs only where its templates say so (a Workload ``workloadRef``/``schedulingGroup``, a
-PodGroup label, or the pod-level declarations of Koordinator, Kueue, YuniKorn or KAI). Label
-``kueue.x-k8s.io/queue-name`` on the JobSet is recorded as its pods' queue. ``successPolicy``,
+PodGroup label, or the pod-level declarations of Koordinator, Kueue, YuniKorn or KAI), or
+when the JobSet carries Kueue's label ``kueue.x-k8s.io/queue-name``: Kueue admits such a JobSet
+whole, so its pods are then one gang in that queue, named after the JobSet, each replicated
+job a role of all its pods (:func:`phalanx.k8s.apis.kueue.job_gang`). ``successPolicy``,
 ``failurePolicy``, ``startupPolicy``, ``network`` and ``coordinator`` are not modelled.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +21,15 @@ from phalanx.api.errors import InputError
 from phalanx.api.specs import ControllerSpec, JobSpec
 from phalanx.k8s.apis import kueue
 from phalanx.k8s.fields import as_mapping, child, fail, get_int, get_list, get_mapping, get_str
-from phalanx.k8s.meta import describing, labels_of, name_of, namespace_of, object_label, root
+from phalanx.k8s.meta import (
+    annotations_of,
+    describing,
+    labels_of,
+    name_of,
+    namespace_of,
+    object_label,
+    root,
+)
 from phalanx.k8s.objects import job_spec
 from phalanx.k8s.priority import PriorityTable
 
@@ -35,7 +46,7 @@ def jobset_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Contr
         items = get_list(spec, "replicatedJobs", "spec")
         if not items:
             fail("spec.replicatedJobs", "at least one replicated job is required")
-        jobs: list[JobSpec] = []
+        jobs: list[tuple[str, JobSpec]] = []  # (replicated job, Job)
         seen: set[str] = set()
         for i, raw in enumerate(items):
             path = child("spec.replicatedJobs", i)
@@ -51,11 +62,36 @@ def jobset_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Contr
             for index in range(1 if replicas is None else replicas):
                 job_name = f"{name}-{rj}-{index}"
                 try:
-                    jobs.append(
-                        job_spec(
-                            template, priorities, name=job_name, namespace=namespace, queue=queue
-                        )
+                    job = job_spec(
+                        template, priorities, name=job_name, namespace=namespace, queue=queue
                     )
+                    jobs.append((rj, job))
                 except InputError as exc:
                     raise exc.located(field=child(path, "template")) from None
-        return ControllerSpec(KIND, namespace, name, jobs=tuple(jobs))
+        if queue:
+            return ControllerSpec(KIND, namespace, name, jobs=_admitted_whole(jobs, name, top))
+        return ControllerSpec(KIND, namespace, name, jobs=tuple(job for _, job in jobs))
+
+
+def _admitted_whole(
+    jobs: list[tuple[str, JobSpec]], name: str, top: Mapping[str, Any]
+) -> tuple[JobSpec, ...]:
+    """The JobSet's Jobs with their pods in the one gang Kueue admits (see the module's
+    docstring): each replicated job a role of all its pods."""
+    roles: dict[str, int] = {}
+    for rj, job in jobs:
+        count = job.parallelism if job.completions is None else job.completions
+        roles[rj] = roles.get(rj, 0) + min(job.parallelism, count)
+    out = []
+    for rj, job in jobs:
+        member = kueue.job_gang(
+            job.template,
+            annotations_of(top),
+            name=name,
+            count=sum(roles.values()),
+            roles=roles,
+            role=rj,
+            kind=KIND,
+        )
+        out.append(dataclasses.replace(job, template=member))
+    return tuple(out)

@@ -1,0 +1,137 @@
+"""Kueue-managed controller objects: a Job or JobSet labelled ``kueue.x-k8s.io/queue-name`` is
+one gang in that queue (Kueue admits it whole), read from manifests written the way Kueue's
+users write them, and run end to end through ``simulate``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from phalanx.api.errors import InputError
+from phalanx.api.specs import ControllerSpec, JobSpec
+from phalanx.k8s import load_documents
+from phalanx.sim.simulator import SimOptions, simulate
+
+POD = "containers: [{name: c, image: i, resources: {requests: {nvidia.com/gpu: '4'}}}]"
+
+
+def kueue_job(name: str, parallelism: int, extra_meta: str = "", extra_spec: str = "") -> str:
+    return f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: team-a
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+  annotations: {{phalanx.dev/duration: 1h{extra_meta}}}
+spec:
+  suspend: true
+  parallelism: {parallelism}
+  completions: {parallelism}
+  {extra_spec}
+  template: {{spec: {{restartPolicy: Never, {POD}}}}}
+"""
+
+
+QUEUES = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {namespace: team-a, name: user-queue}
+spec: {clusterQueue: research}
+"""
+
+NODES = "\n---\n".join(
+    f"""apiVersion: v1
+kind: Node
+metadata: {{name: n{i}}}
+status: {{allocatable: {{cpu: '32', memory: 256Gi, nvidia.com/gpu: '8', pods: '110'}}}}"""
+    for i in range(2)
+)
+
+
+def load(text: str) -> list[Any]:
+    return [
+        item.spec for item in load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)).items
+    ]
+
+
+def test_a_kueue_job_is_one_gang_of_its_parallelism_in_its_local_queue() -> None:
+    (job,) = load(kueue_job("train", 3))
+    assert isinstance(job, JobSpec)
+    gang = job.template.declared_gang
+    assert gang is not None and (gang.name, gang.min_member, gang.queue) == (
+        "train",
+        3,
+        "user-queue",
+    )
+    assert job.template.queue == "user-queue" and job.template.gang_key == "team-a/train"
+
+
+def test_partial_admission_sets_the_minimum_and_completions_cap_the_count() -> None:
+    (job,) = load(kueue_job("sweep", 6, ', kueue.x-k8s.io/job-min-parallelism: "2"'))
+    assert job.template.declared_gang.min_member == 2
+    (short,) = load(kueue_job("short", 4).replace("completions: 4", "completions: 2"))
+    assert short.template.declared_gang.min_member == 2
+
+
+def test_a_template_that_declares_its_own_gang_keeps_it() -> None:
+    text = kueue_job("own", 4).replace(
+        "template: {spec:",
+        "template: {metadata: {labels: {scheduling.x-k8s.io/pod-group: pg}}, spec:",
+    )
+    group = "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+    group += "metadata: {name: pg, namespace: team-a}\nspec: {minMember: 4}\n---\n"
+    _, job = load(group + text)
+    assert job.template.gang is not None and job.template.gang.name == "pg"
+    assert job.template.declared_gang is None
+
+
+@pytest.mark.parametrize("value", ['"0"', '"7"', '"two"'])
+def test_a_bad_min_parallelism_is_one_located_line(value: str) -> None:
+    with pytest.raises(InputError) as info:
+        load(kueue_job("bad", 6, f", kueue.x-k8s.io/job-min-parallelism: {value}"))
+    line = info.value.line()
+    assert "Job team-a/bad" in line
+    assert "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]" in line
+    assert "from 1 to the Job's 6 pods" in line
+
+
+def test_a_kueue_jobset_is_one_gang_each_replicated_job_a_role() -> None:
+    text = f"""apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {{name: sft, namespace: team-a, labels: {{kueue.x-k8s.io/queue-name: user-queue}}}}
+spec:
+  replicatedJobs:
+  - {{name: driver, template: {{spec: {{template: {{spec: {{{POD}}}}}}}}}}}
+  - name: workers
+    replicas: 2
+    template: {{spec: {{parallelism: 2, template: {{spec: {{{POD}}}}}}}}}
+"""
+    (spec,) = load(text)
+    assert isinstance(spec, ControllerSpec)
+    gang = spec.jobs[0].template.declared_gang
+    assert all(job.template.declared_gang == gang for job in spec.jobs)
+    assert gang is not None and gang.name == "sft" and gang.min_member == 5
+    assert gang.role_minimums == {"driver": 1, "workers": 4}
+    assert [job.template.role for job in spec.jobs] == ["driver", "workers", "workers"]
+
+
+def test_kueue_jobs_run_as_gangs_within_their_cluster_queue() -> None:
+    """Two 2-pod Jobs of 8 GPUs each, a ClusterQueue of 8 GPUs on a 16-GPU cluster: they run
+    one after the other, each whole (before, each pod was its own gang and the queue label on
+    the Job was not read, so both ran at once)."""
+    text = "\n---\n".join([NODES, QUEUES, kueue_job("first", 2), kueue_job("second", 2)])
+    result = simulate(load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)), SimOptions())
+    runs = {g.name: (g.min_member, g.queue, g.start) for g in result.gangs}
+    assert runs == {"first": (2, "research", 0.0), "second": (2, "research", 3600.0)}
