@@ -10,7 +10,9 @@ expanded, empty documents skipped), so a pod may precede the PriorityClass or Po
 3. convert everything else, in order, with its timing annotations;
 4. resolve the Workload API (``workloadRef`` → the gang of its pod group, ``basic`` groups →
    no gang), drop controllers whose pods are already in the input (a snapshot: something names
-   them in ``ownerReferences``), and check that every gang a pod names exists.
+   them in ``ownerReferences``; a dropped ``batch/v1`` Job still tells its pods what it says of
+   them, :func:`~phalanx.k8s.objects.adopted_by`), and check that every gang a pod names
+   exists.
 
 Bad objects are collected: the run stops with an :class:`InputErrors` of all of them (one
 line each, located by file, object and field). Items keep document order and carry the file
@@ -26,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from phalanx.api.errors import InputError, InputErrors
-from phalanx.api.specs import ControllerSpec, JobSpec
+from phalanx.api.specs import ControllerSpec, JobSpec, PodSpec
 from phalanx.api.workload import Timing, Workload
 from phalanx.k8s.fields import Obj, as_list, child, describe, get_str
 from phalanx.k8s.kindtable import CLUSTER_SCOPED, KINDS, NAMESPACED, Converted, Kind
@@ -40,6 +42,7 @@ from phalanx.k8s.meta import (
     object_label,
     timing_from_dict,
 )
+from phalanx.k8s.objects import adopted_by
 from phalanx.k8s.priority import PriorityTable, priority_class_from_dict
 from phalanx.k8s.resolve import Doc, Resolver
 from phalanx.k8s.yamlio import load_all, read_text
@@ -244,6 +247,7 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
     owners = _owners(parsed)
     broken: set[tuple[str, str, str]] = set()
     kept: list[tuple[Doc, Converted, Timing]] = []
+    made: dict[tuple[str, str], JobSpec] = {}  # (namespace, "Job/NAME") → a dropped Job
     for i, doc in enumerate(parsed):
         try:
             with describing(doc.label):  # every kind's label and annotation keys and values
@@ -256,13 +260,35 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             broken.add((doc.key[0], doc.key[2], doc.key[3]))  # its members are not reported
             continue
         if doc.key in owners and isinstance(spec, ControllerSpec | JobSpec):
+            if isinstance(spec, JobSpec):
+                made[spec.namespace, f"Job/{spec.name}"] = spec
             continue  # a snapshot: its controller already made the pods that are in the input
         if doc.key[1] != "PriorityClass" or i in converted:
             kept.append((doc, spec, timing))
-    items = Resolver(kept, loader.errors, broken).items()
+    items = Resolver(_adopted(kept, made), loader.errors, broken).items()
     if loader.errors:
         raise InputErrors(loader.errors) if len(loader.errors) > 1 else loader.errors[0]
     return Workload(items=items)
+
+
+def _adopted(
+    kept: list[tuple[Doc, Converted, Timing]], made: Mapping[tuple[str, str], JobSpec]
+) -> list[tuple[Doc, Converted, Timing]]:
+    """``kept`` with each pod of a dropped Job told what that Job says of its pods."""
+    if not made:
+        return kept
+    present: dict[tuple[str, str], int] = {}
+    for _, spec, _ in kept:
+        if isinstance(spec, PodSpec):
+            key = (spec.namespace, spec.owner)
+            present[key] = present.get(key, 0) + 1
+    out: list[tuple[Doc, Converted, Timing]] = []
+    for doc, spec, timing in kept:
+        job = made.get((spec.namespace, spec.owner)) if isinstance(spec, PodSpec) else None
+        if job is not None and isinstance(spec, PodSpec):
+            spec = adopted_by(spec, job, present[spec.namespace, spec.owner])
+        out.append((doc, spec, timing))
+    return out
 
 
 def _timing(doc: Doc) -> Timing:

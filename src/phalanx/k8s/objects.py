@@ -32,6 +32,7 @@ from phalanx.api.specs import (
     JobSpec,
     NamespaceSpec,
     NodeSpec,
+    PodSpec,
     QuotaSpec,
     Resources,
 )
@@ -208,6 +209,25 @@ def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
             return spec  # nothing to admit
         member = kueue.job_gang(spec.template, annotations_of(job), name=name, count=count)
         return dataclasses.replace(spec, template=member)
+
+
+def adopted_by(pod: PodSpec, job: JobSpec, present: int) -> PodSpec:
+    """A snapshot's ``pod`` of ``job`` (whose other ``present - 1`` pods are in the input, so
+    the Job is not expanded again), with what the Job says of its pods: its Kueue gang and
+    queue (a gang of the pods present, when fewer than its minimum are), its duration and
+    runtime hints. What the pod says itself comes first."""
+    template = job.template
+    gang = template.declared_gang
+    if pod.gang is not None or pod.workload_ref is not None or gang is None:
+        adopted = pod
+    else:
+        gang = dataclasses.replace(gang, min_member=min(gang.min_member, present))
+        queue = pod.queue or template.queue
+        adopted = dataclasses.replace(pod, gang=template.gang, declared_gang=gang, queue=queue)
+    hints = merged(pod.runtime_hints, template.runtime_hints)
+    return dataclasses.replace(
+        with_duration(adopted, pod.duration or template.duration), runtime_hints=hints
+    )
 
 
 def job_spec(

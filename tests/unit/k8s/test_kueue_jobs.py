@@ -135,3 +135,47 @@ def test_kueue_jobs_run_as_gangs_within_their_cluster_queue() -> None:
     result = simulate(load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)), SimOptions())
     runs = {g.name: (g.min_member, g.queue, g.start) for g in result.gangs}
     assert runs == {"first": (2, "research", 0.0), "second": (2, "research", 3600.0)}
+
+
+def test_a_snapshots_running_kueue_job_counts_against_its_queue() -> None:
+    """A ``kubectl get -o yaml`` snapshot: Job ``train-a`` (8 GPUs, its ClusterQueue's whole
+    quota) runs as two pods that name it in ``ownerReferences``; suspended Job ``train-b``
+    waits in the same LocalQueue. The running pods are ``train-a``'s gang in that queue, with
+    the Job's duration, so ``train-b`` starts when they end (it used to start at once: the
+    pods were lone pods in no queue, running the default duration)."""
+    running = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"train-a-{i}-x7k2p",
+                "namespace": "team-a",
+                "ownerReferences": [
+                    {"apiVersion": "batch/v1", "kind": "Job", "name": "train-a", "controller": True}
+                ],
+            },
+            "spec": {
+                "nodeName": f"n{i}",
+                **yaml.safe_load("{" + POD + "}"),
+            },
+            "status": {"phase": "Running"},
+        }
+        for i in range(2)
+    ]
+    snapshot = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            *yaml.safe_load_all(NODES),
+            *yaml.safe_load_all(QUEUES),
+            yaml.safe_load(kueue_job("train-a", 2).replace("suspend: true", "suspend: false")),
+            *running,
+            yaml.safe_load(kueue_job("train-b", 2)),
+        ],
+    }
+    result = simulate(load_documents([("snapshot.yaml", snapshot)]), SimOptions())
+    runs = {g.name: (g.min_member, g.queue, g.start, g.finish) for g in result.gangs}
+    assert runs == {
+        "train-a": (2, "research", 0.0, 3600.0),
+        "train-b": (2, "research", 3600.0, 7200.0),
+    }
