@@ -37,6 +37,7 @@ from phalanx.api.specs import (
     Resources,
 )
 from phalanx.k8s.apis import kueue
+from phalanx.k8s.apis.owner import owner_queue
 from phalanx.k8s.fields import (
     Obj,
     as_mapping,
@@ -199,9 +200,10 @@ def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
     Kueue's ``queue-name`` label the Job is one gang in that queue (:func:`kueue.job_gang`)."""
     with describing(object_label(obj, "Job", namespaced=True)):
         job = root(obj)
-        name, queue = name_of(job), labels_of(job).get(kueue.QUEUE_NAME, "")
+        name, labels = name_of(job), labels_of(job)
+        queue = owner_queue(labels)
         spec = job_spec(job, priorities, name=name, namespace=namespace_of(job), queue=queue)
-        if not queue:
+        if kueue.QUEUE_NAME not in labels:  # KAI groups a plain Job's pods one by one
             return spec
         count = spec.parallelism if spec.completions is None else spec.completions
         count = min(spec.parallelism, count)

@@ -1,6 +1,7 @@
 """Kueue-managed controller objects: a Job or JobSet labelled ``kueue.x-k8s.io/queue-name`` is
 one gang in that queue (Kueue admits it whole), read from manifests written the way Kueue's
-users write them, and run end to end through ``simulate``."""
+users write them, and run end to end through ``simulate``; and the queue label Kueue's and
+KAI-Scheduler's users put on the object they submit reaches every pod it makes."""
 
 from __future__ import annotations
 
@@ -179,3 +180,43 @@ def test_a_snapshots_running_kueue_job_counts_against_its_queue() -> None:
         "train-a": (2, "research", 0.0, 3600.0),
         "train-b": (2, "research", 3600.0, 7200.0),
     }
+
+
+PYTORCHJOB = f"""apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: ddp, namespace: team-a, labels: {{LABEL}}}}
+spec:
+  pytorchReplicaSpecs:
+    Master: {{replicas: 1, template: {{spec: {{{POD}}}}}}}
+    Worker: {{replicas: 3, template: {{spec: {{{POD}}}}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    "label", ["kai.scheduler/queue: team-a", "kueue.x-k8s.io/queue-name: user-queue"]
+)
+def test_the_queue_label_on_a_kubeflow_job_is_its_gangs_queue(label: str) -> None:
+    (spec,) = load(PYTORCHJOB.replace("LABEL", label))
+    (gang,) = spec.gangs
+    assert gang.min_member == 4 and gang.queue == label.split(": ")[1]
+    assert {s.template.queue for s in spec.pod_sets} == {gang.queue}
+
+
+def test_a_kai_labelled_job_puts_its_pods_in_the_queue_one_by_one() -> None:
+    """KAI groups a plain Job's pods with ``minMember`` 1: the queue, and no gang."""
+    text = kueue_job("batch", 3).replace(
+        "kueue.x-k8s.io/queue-name: user-queue", "kai.scheduler/queue: team-a"
+    )
+    (job,) = load(text)
+    assert job.template.queue == "team-a"
+    assert job.template.gang is None and job.template.declared_gang is None
+
+
+def test_a_deployments_queue_label_reaches_its_pods() -> None:
+    text = f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: serve, namespace: team-a, labels: {{kai.scheduler/queue: inference}}}}
+spec: {{replicas: 2, template: {{spec: {{{POD}}}}}}}
+"""
+    (spec,) = load(text)
+    assert [s.template.queue for s in spec.pod_sets] == ["inference"]

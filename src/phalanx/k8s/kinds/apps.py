@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.api.specs import ControllerSpec, PodSet
+from phalanx.k8s.apis.owner import in_owner_queue
 from phalanx.k8s.fields import get_int, get_mapping
 from phalanx.k8s.kinds.common import template_pod
-from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
+from phalanx.k8s.meta import describing, labels_of, name_of, namespace_of, object_label, root
 from phalanx.k8s.priority import PriorityTable
 
 _NAMING = {"Deployment": "generated", "ReplicaSet": "generated", "StatefulSet": "index"}
@@ -40,5 +41,6 @@ def apps_from_dict(kind: str, obj: Mapping[str, Any], priorities: PriorityTable)
         prefix = f"{name}-{_template_hash(namespace, name)}" if kind == "Deployment" else name
         owner = f"{kind}/{name}"
         pod = template_pod(spec, "spec", priorities, namespace=namespace, name=prefix, owner=owner)
+        pod = in_owner_queue(pod, labels_of(top))
         pod_set = PodSet(pod, 1 if replicas is None else replicas, _NAMING[kind])
         return ControllerSpec(kind, namespace, name, (pod_set,), service=True)

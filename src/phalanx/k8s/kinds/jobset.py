@@ -20,6 +20,7 @@ from typing import Any
 from phalanx.api.errors import InputError
 from phalanx.api.specs import ControllerSpec, JobSpec
 from phalanx.k8s.apis import kueue
+from phalanx.k8s.apis.owner import owner_queue
 from phalanx.k8s.fields import as_mapping, child, fail, get_int, get_list, get_mapping, get_str
 from phalanx.k8s.meta import (
     annotations_of,
@@ -41,7 +42,7 @@ def jobset_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Contr
         top = root(obj)
         name = name_of(top)
         namespace = namespace_of(top)
-        queue = labels_of(top).get(kueue.QUEUE_NAME, "")
+        queue = owner_queue(labels_of(top))
         spec = get_mapping(top, "spec", "")
         items = get_list(spec, "replicatedJobs", "spec")
         if not items:
@@ -68,7 +69,7 @@ def jobset_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Contr
                     jobs.append((rj, job))
                 except InputError as exc:
                     raise exc.located(field=child(path, "template")) from None
-        if queue:
+        if kueue.QUEUE_NAME in labels_of(top):
             return ControllerSpec(KIND, namespace, name, jobs=_admitted_whole(jobs, name, top))
         return ControllerSpec(KIND, namespace, name, jobs=tuple(job for _, job in jobs))
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.api.specs import ControllerSpec, GangSpec, PodSet, PodSpec
+from phalanx.k8s.apis.owner import owner_queue
 from phalanx.k8s.fields import (
     Obj,
     as_mapping,
@@ -38,6 +39,7 @@ from phalanx.k8s.meta import (
     annotations_of,
     describing,
     duration_annotation,
+    labels_of,
     name_of,
     namespace_of,
     object_label,
@@ -112,7 +114,7 @@ def kubeflow_job_from_dict(
             min_member=max(1, total if minimum is None else minimum),
             api=VOLCANO_GROUP if volcano else SCHEDULER_PLUGINS_GROUPS[0],
             priority=priorities.resolve(class_name, path) if class_name else None,
-            queue=get_str(policy, "queue", policy_path) or "default",
+            queue=get_str(policy, "queue", policy_path) or owner_queue(labels_of(top)) or "default",
             timeout_seconds=None if timeout is None else float(timeout),
             min_resources=get_resources(policy, "minResources", policy_path),
             duration=_duration(top, run_policy, replicas),

@@ -18,11 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.api.specs import ControllerSpec, GangSpec, PodSet, PodSpec
+from phalanx.k8s.apis.owner import in_owner_queue
 from phalanx.k8s.fields import child, fail, get_int, get_mapping
 from phalanx.k8s.kinds.common import join, template_pod
 from phalanx.k8s.meta import (
     annotations_of,
     describing,
+    labels_of,
     name_of,
     namespace_of,
     object_label,
@@ -55,6 +57,7 @@ def lws_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Controll
             owner=owner,
             key="workerTemplate",
         )
+        worker = in_owner_queue(worker, labels_of(top))
         leader = worker
         if lwt.get("leaderTemplate") is not None:
             leader = template_pod(
@@ -66,6 +69,7 @@ def lws_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Controll
                 owner=owner,
                 key="leaderTemplate",
             )
+            leader = in_owner_queue(leader, labels_of(top))
         flag = annotations_of(top).get(GANG_PER_GROUP, "false")
         if flag not in ("true", "false"):
             fail(child("metadata.annotations", GANG_PER_GROUP), 'must be "true" or "false"')
@@ -76,7 +80,9 @@ def lws_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Controll
             group = f"{name}-{g}"
             lead, work = _named(leader, group), _named(worker, group)
             if gangs:
-                gang = GangSpec(namespace, group, size, VOLCANO_GROUP)
+                gang = GangSpec(
+                    namespace, group, size, VOLCANO_GROUP, queue=worker.queue or "default"
+                )
                 groups.append(gang)
                 lead = join(lead, gang, "leader", child(_TEMPLATE, "leaderTemplate"))
                 work = join(work, gang, "worker", child(_TEMPLATE, "workerTemplate"))
