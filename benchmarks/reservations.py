@@ -3,7 +3,10 @@ allocation, and the ETA error of each estimate model.
 
 Each (workload, rule, estimate model) is one simulation; one JSON object per line goes to
 stdout (and ``--out``). ``max_wait`` figures are in hours, JCT in hours, allocation in percent;
-``eta_mean_h``/``eta_p90_h`` is the error of the first expected start over gangs that waited.
+``eta_mean_h``/``eta_p90_h`` is the error of the first expected start over gangs that waited;
+``worst_floor`` names the gang with the worst wait of the largest size drawn, its wait and its
+floor (``phalanx.sim.waits.wait_floor``: the least wait the gangs already running at its
+arrival left it, under any rule that does not preempt), hours.
 
     python benchmarks/reservations.py [--cases synthetic-0.8,...] [--rules volcano,easy,...]
         [--estimates auto,given,perfect,noisy,none]
@@ -24,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from phalanx.compare import load_workload, summarize
+from phalanx.sim.metrics import GangRecord, SimResult
 from phalanx.sim.simulator import SimOptions, simulate
-from phalanx.sim.waits import bucket
+from phalanx.sim.waits import BUCKETS, bucket, wait_floor, wait_of
 
 STARVATION = str(Path(__file__).parents[1] / "examples" / "04-starvation.yaml")
 CASES = {
@@ -120,7 +124,8 @@ def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
     estimates = AUTO.get(case, "perfect") if estimates == "auto" else estimates
     began = time.process_time()
     options = SimOptions(policy=policy, actions=actions, estimates=estimates)
-    doc = simulate(load_workload(CASES.get(case, case)), options).to_json()
+    result = simulate(load_workload(CASES.get(case, case)), options)
+    doc = result.to_json()
     metrics = summarize(doc)
     hours = 3600.0
 
@@ -143,7 +148,27 @@ def one(case: str, rule: str, estimates: str) -> dict[str, Any]:
         "eta_mean_h": h(doc["eta_error"]["mean"]),
         "eta_p90_h": h(doc["eta_error"]["p90"]),
         "eta_unknown": doc["eta_error"]["unknown"],
+        "worst_floor": worst_floor(result),
         "cpu_seconds": round(time.process_time() - began, 1),
+    }
+
+
+def worst_floor(result: SimResult) -> dict[str, Any] | None:
+    """The gang with the worst wait of the largest size drawn: its name, wait and floor (the
+    least wait the gangs already running when it arrived left it), hours."""
+    gangs = result.gangs
+    for name, _, _ in reversed(BUCKETS):
+        sized = [g for g in gangs if bucket(g.gpus) == name]
+        if sized:
+            break
+    else:
+        return None
+    worst: GangRecord = max(sized, key=lambda g: wait_of(g, result.end))
+    floor = wait_floor(worst, gangs, result.gpu_capacity)
+    return {
+        "gang": worst.name,
+        "wait_h": round(wait_of(worst, result.end) / 3600, 2),
+        "floor_h": None if floor is None else round(floor / 3600, 2),
     }
 
 

@@ -13,6 +13,7 @@ from phalanx.compare import load_workload
 from phalanx.k8s import load_files
 from phalanx.sim.metrics import SimResult
 from phalanx.sim.simulator import SimOptions, simulate
+from phalanx.sim.waits import wait_floor
 
 EASY = ("reserve:mode=easy:aging=off:min-gpus=0", "allocate")
 CONSERVATIVE = ("reserve:mode=conservative:aging=off", "allocate")
@@ -512,3 +513,27 @@ def test_a_shape_not_learned_yet_gets_its_queues_learned_estimate(tmp_path: Path
     assert told["false"][0] is None
     assert told["true"][0] == 400.0
     assert "default/b (estimate: learned (queue))" in told["true"][1]
+
+
+def test_a_big_gang_ranked_first_starts_at_the_floor_set_before_it_arrived(
+    tmp_path: Path,
+) -> None:
+    """4 GPUs: ``long`` (1 GPU) runs 0-5000 and a stream of 1-GPU gangs (1000 s each, one
+    every 333 s) keeps the other GPUs busy. The 4-GPU b arrives at 100, when ``long`` and s0
+    run: its floor (``wait_floor``: the least wait what already ran left it) is 4900 s, until
+    ``long`` ends. Reserved and ranked first, b starts there, the stream backfilling before;
+    without reservations the stream keeps taking the GPUs one by one and b waits for its end
+    (7660).
+    On issue 12's ee9e8c trace the worst 33+-GPU wait is such a floor (benchmarks/README.md,
+    "Session 10")."""
+    text = (
+        nodes(4)
+        + gang("long", 1, at=0, runs=5000, estimate=5000)
+        + "".join(gang(f"s{i}", 1, at=333 * i, runs=1000, estimate=1000) for i in range(21))
+        + gang("b", 4, at=100, runs=100, estimate=100)
+    )
+    big = ("reserve:min-gpus=4", "allocate", "preempt", "reclaim")  # phalanx's rule, scaled
+    for actions, start in ((big, 5000.0), (("allocate",), 7660.0)):
+        result, _ = run(tmp_path, text, actions)
+        b = next(g for g in result.gangs if g.name == "b")
+        assert (b.start, wait_floor(b, result.gangs, result.gpu_capacity)) == (start, 4900.0)

@@ -8,10 +8,15 @@
   and p90 of |first expected start − actual start| in seconds; ``unknown`` counts the gangs
   that waited without ever getting one.
 - deadlines: a gang with ``phalanx.dev/deadline`` met it if it finished by then.
+- ``wait_floor``: the least wait the gangs already running when a gang arrived left it: the
+  time until they had ended enough of their GPUs for it (GPUs counted over the whole cluster,
+  not node by node). Once it has arrived no rule that does not preempt can start it earlier:
+  a wait at its floor was set by what started before the gang arrived, not by the order after.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -47,6 +52,26 @@ def max_wait_by_size(gangs: Sequence[Waited], end: float) -> dict[str, float]:
         name = bucket(gang.gpus)
         out[name] = max(out.get(name, 0.0), wait_of(gang, end))
     return {name: out[name] for name, _, _ in BUCKETS if name in out}
+
+
+def wait_floor(gang: Waited, gangs: Sequence[Waited], capacity: float) -> float | None:
+    """The least wait of ``gang`` (seconds) the gangs running when it arrived left it: they
+    end when they did and nothing else starts. None: it never gets enough GPUs so (it needs
+    more than ``capacity``, or a gang still running at the end of the run holds them)."""
+    arrived = gang.submit
+    ends = sorted(
+        (math.inf if g.finish is None else g.finish, g.gpus)
+        for g in gangs
+        if g is not gang and g.start is not None and g.start < arrived
+        if g.finish is None or g.finish > arrived
+    )
+    free = capacity - sum(gpus for _, gpus in ends)
+    floor = 0.0
+    for end, gpus in ends:
+        if free >= gang.gpus:
+            break
+        free, floor = free + gpus, end - arrived
+    return floor if free >= gang.gpus and math.isfinite(floor) else None
 
 
 def eta_error(gangs: Sequence[Waited]) -> dict[str, Any]:
