@@ -12,6 +12,9 @@
   time until they had ended enough of their GPUs for it (GPUs counted over the whole cluster,
   not node by node). Once it has arrived no rule that does not preempt can start it earlier:
   a wait at its floor was set by what started before the gang arrived, not by the order after.
+- ``cluster_floor``: the same for a gang of the whole cluster arriving at each of the given
+  times: how long until every gang then running has ended. Its mean over a run is the wait any
+  rule that does not preempt leaves a whole-cluster gang arriving at a random time.
 """
 
 from __future__ import annotations
@@ -72,6 +75,20 @@ def wait_floor(gang: Waited, gangs: Sequence[Waited], capacity: float) -> float 
             break
         free, floor = free + gpus, end - arrived
     return floor if free >= gang.gpus and math.isfinite(floor) else None
+
+
+def cluster_floor(gangs: Sequence[Waited], times: np.ndarray) -> np.ndarray:
+    """For each of ``times`` (sorted), how long until every gang running then (started before
+    it) has ended (seconds; ∞: one runs past the end of the run; 0: none runs)."""
+    floor = np.zeros(len(times))
+    for gang in gangs:
+        if gang.start is None or gang.finish == gang.start:
+            continue
+        end = math.inf if gang.finish is None else gang.finish
+        first = int(np.searchsorted(times, gang.start, side="right"))
+        span = slice(first, int(np.searchsorted(times, end, side="left")))
+        np.maximum(floor[span], end - times[span], out=floor[span])
+    return floor
 
 
 def eta_error(gangs: Sequence[Waited]) -> dict[str, Any]:

@@ -1,11 +1,15 @@
-"""``wait_floor``: the least wait the gangs running when a gang arrived left it."""
+"""``wait_floor`` and ``cluster_floor``: the least wait the gangs running when a gang arrived
+left it."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 from phalanx.sim.metrics import GangRecord
-from phalanx.sim.waits import wait_floor
+from phalanx.sim.waits import cluster_floor, wait_floor
 
 
 def record(
@@ -35,3 +39,16 @@ RUNNING = [record("a", 4, 0, 0, 100), record("b", 2, 0, 10, 300), record("c", 1,
 def test_wait_floor(gpus: float, others: list[GangRecord], floor: float | None) -> None:
     gang = record("x", gpus, 30, None, None)
     assert wait_floor(gang, [*others, gang], 8.0) == floor
+
+
+def test_cluster_floor_is_the_longest_remaining_run_at_each_time() -> None:
+    """At 5 only a runs; at 30 a, b and c (b ends last); at 150 b; at 400 nothing; f never
+    ends; z took no time."""
+    gangs = [
+        *RUNNING,
+        record("z", 1, 0, 40, 40),
+    ]
+    times = np.array([5.0, 30.0, 150.0, 400.0])
+    assert cluster_floor(gangs, times).tolist() == [95.0, 270.0, 150.0, 0.0]
+    endless = [*gangs, record("f", 1, 0, 200, None)]
+    assert cluster_floor(endless, times).tolist() == [95.0, 270.0, 150.0, math.inf]
