@@ -232,6 +232,8 @@ class JobSpec:
     parallelism: int
     completions: int | None
     template: PodSpec  # name is the job name; pods are named NAME-INDEX
+    #: ``spec.suspend: true`` with no queue manager to admit it: its controller makes no pods
+    suspended: bool = False
 
 
 @dataclass(frozen=True, slots=True)

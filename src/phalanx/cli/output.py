@@ -64,6 +64,11 @@ def run_table(result: SimResult) -> str:
         )
     if result.nothing_placed:
         lines.append(result.nothing_placed)
+    if result.suspended:
+        lines.append(
+            f"Jobs suspended (spec.suspend: true; no kueue.x-k8s.io/queue-name label for a "
+            f"queue manager to admit them), no pods made: {', '.join(result.suspended)}"
+        )
     if result.rejected:
         lines.append("pods refused by the API server:")
         lines.extend(f"  {line}" for line in result.rejected)

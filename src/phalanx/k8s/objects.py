@@ -204,7 +204,8 @@ def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
         queue = owner_queue(labels)
         spec = job_spec(job, priorities, name=name, namespace=namespace_of(job), queue=queue)
         if kueue.QUEUE_NAME not in labels:  # KAI groups a plain Job's pods one by one
-            return spec
+            suspended = get_bool(get_mapping(job, "spec", ""), "suspend", "spec") is True
+            return dataclasses.replace(spec, suspended=suspended)
         count = spec.parallelism if spec.completions is None else spec.completions
         count = min(spec.parallelism, count)
         if count < 1:

@@ -43,7 +43,7 @@ class JobRun:
         return self.spec.parallelism if completions is None else completions
 
     def wanted(self) -> int:
-        if self.deleted:
+        if self.deleted or self.spec.suspended:
             return 0
         room = self.spec.parallelism - self.active
         return max(0, min(room, self.target - self.succeeded - self.active))

@@ -142,6 +142,7 @@ class SimResult:
     #: topology level → time-averaged per-domain FGD figures (see sim.fragmentation)
     fragmentation_by_domain: dict[str, dict[str, float]] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)
+    suspended: list[str] = field(default_factory=list)  # Jobs whose pods were never made
     attempts: int = 0
     cycles: int = 0
     default_duration: float | None = None
@@ -203,6 +204,7 @@ class SimResult:
             "nothing_placed": self.nothing_placed,
             **waits_json(self.gangs, self.end),
             "rejected_pods": self.rejected,
+            "suspended_jobs": self.suspended,
             "scheduling_attempts": self.attempts,
             "cycles": self.cycles,
             "gangs_in_one_domain": self.domain_summary()[0],

@@ -105,6 +105,7 @@ class Simulation:
         self.waiting_count = 0
         self.queue_length = StepSeries()
         self.rejected: list[str] = []
+        self.suspended: list[str] = []
         self.cycles = 0
         self.estimates = EstimateModel(options.estimates, options.seed)
         self.attempts = 0
@@ -187,6 +188,8 @@ class Simulation:
             if refusal is not None:
                 self.rejected.append(f"{spec.key}: {refusal}")
         elif isinstance(spec, JobSpec):
+            if spec.suspended:
+                self.suspended.append(f"{spec.namespace}/{spec.name}")
             self.jobs.add(spec)
         elif isinstance(spec, QuotaSpec):
             self.unborn.make_all(spec.namespace)  # pods that exist count against it
@@ -485,6 +488,7 @@ class Simulation:
             fragmentation=self.frag.ratio.points,
             fragmentation_by_domain=self.frag.by_domain(self.now),
             rejected=self.rejected,
+            suspended=self.suspended,
             attempts=self.attempts,
             cycles=self.cycles,
             default_duration=self.options.default_duration,

@@ -220,3 +220,14 @@ spec: {{replicas: 2, template: {{spec: {{{POD}}}}}}}
 """
     (spec,) = load(text)
     assert [s.template.queue for s in spec.pod_sets] == ["inference"]
+
+
+def test_a_suspended_job_without_a_queue_manager_makes_no_pods_and_is_listed() -> None:
+    """Kubernetes makes no pods for a suspended Job until something resumes it; without
+    Kueue's label nothing will (with it, phalanx admits it in Kueue's place, above)."""
+    paused = kueue_job("paused", 2).replace("labels: {kueue.x-k8s.io/queue-name: user-queue}", "")
+    text = "\n---\n".join([NODES, paused, kueue_job("admitted", 2).replace("team-a", "team-b")])
+    result = simulate(load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)), SimOptions())
+    assert result.suspended == ["team-a/paused"]
+    assert [g.name for g in result.gangs] == ["admitted"]
+    assert result.to_json()["suspended_jobs"] == ["team-a/paused"]
