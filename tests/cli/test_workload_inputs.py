@@ -209,6 +209,47 @@ def test_a_kubectl_snapshot_starts_from_the_running_pods(
     assert result["batch-1"]["default_duration"] and result["batch-1"]["finish"] == 3600
 
 
+def test_a_snapshots_running_pods_take_the_duration_their_owner_declares(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Volcano Job with ``phalanx.dev/duration: 3h`` runs as its PodGroup's two pods in the
+    snapshot (the Job is not expanded again: its pods are there). They run 3h, not the
+    default duration."""
+    nodes = [n for n in yaml.safe_load_all(CLUSTER.read_text()) if n["kind"] == "Node"]
+    ref = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "mpi"}
+    task = {"name": "worker", "replicas": 2, "template": {"spec": pod("x")["spec"]}}
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {
+            "name": "mpi",
+            "namespace": "ml",
+            "annotations": {"phalanx.dev/duration": "3h"},
+        },
+        "spec": {"minAvailable": 2, "schedulerName": "volcano", "tasks": [task]},
+    }
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "mpi-uid", "namespace": "ml", "ownerReferences": [ref]},
+        "spec": {"minMember": 2},
+    }
+    running = []
+    for i in range(2):
+        meta = {
+            "namespace": "ml",
+            "ownerReferences": [ref | {"controller": True}],
+            "annotations": {"scheduling.k8s.io/group-name": "mpi-uid"},
+        }
+        member = pod(f"mpi-worker-{i}", nodeName="node-0", schedulerName="volcano", metadata=meta)
+        member["status"] = {"phase": "Running"}
+        running.append(member)
+    snapshot = {"apiVersion": "v1", "kind": "List", "items": [*nodes, job, group, *running]}
+    result = gangs(simulate_json(capsys, str(write(tmp_path, "snap.yaml", snapshot))))
+    assert set(result) == {"mpi-uid"}
+    assert result["mpi-uid"]["finish"] == 3 * 3600 and not result["mpi-uid"]["default_duration"]
+
+
 def test_durations_come_from_the_annotation_the_deadline_or_the_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,9 +10,9 @@ expanded, empty documents skipped), so a pod may precede the PriorityClass or Po
 3. convert everything else, in order, with its timing annotations;
 4. resolve the Workload API (``workloadRef`` → the gang of its pod group, ``basic`` groups →
    no gang), drop controllers whose pods are already in the input (a snapshot: something names
-   them in ``ownerReferences``; a dropped ``batch/v1`` Job still tells its pods what it says of
-   them, :func:`~phalanx.k8s.objects.adopted_by`), and check that every gang a pod names
-   exists.
+   them in ``ownerReferences``; a dropped Job or controller that runs to an end still tells its
+   pods what it says of them, :func:`~phalanx.k8s.objects.adopted_by`), and check that every
+   gang a pod names exists.
 
 Bad objects are collected: the run stops with an :class:`InputErrors` of all of them (one
 line each, located by file, object and field). Items keep document order and carry the file
@@ -247,7 +247,8 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
     owners = _owners(parsed)
     broken: set[tuple[str, str, str]] = set()
     kept: list[tuple[Doc, Converted, Timing]] = []
-    made: dict[tuple[str, str], JobSpec] = {}  # (namespace, "Job/NAME") → a dropped Job
+    #: (namespace, "Kind/NAME") → a dropped owner (a Job, or a controller that runs to an end)
+    made: dict[tuple[str, str], JobSpec | ControllerSpec] = {}
     for i, doc in enumerate(parsed):
         try:
             with describing(doc.label):  # every kind's label and annotation keys and values
@@ -262,6 +263,8 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
         if doc.key in owners and isinstance(spec, ControllerSpec | JobSpec):
             if isinstance(spec, JobSpec):
                 made[spec.namespace, f"Job/{spec.name}"] = spec
+            elif not spec.service:
+                made[spec.namespace, f"{spec.kind.split('.')[0]}/{spec.name}"] = spec
             continue  # a snapshot: its controller already made the pods that are in the input
         if doc.key[1] != "PriorityClass" or i in converted:
             kept.append((doc, spec, timing))
@@ -272,9 +275,10 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
 
 
 def _adopted(
-    kept: list[tuple[Doc, Converted, Timing]], made: Mapping[tuple[str, str], JobSpec]
+    kept: list[tuple[Doc, Converted, Timing]],
+    made: Mapping[tuple[str, str], JobSpec | ControllerSpec],
 ) -> list[tuple[Doc, Converted, Timing]]:
-    """``kept`` with each pod of a dropped Job told what that Job says of its pods."""
+    """``kept`` with each pod of a dropped owner told what that owner says of its pods."""
     if not made:
         return kept
     present: dict[tuple[str, str], int] = {}
@@ -284,9 +288,9 @@ def _adopted(
             present[key] = present.get(key, 0) + 1
     out: list[tuple[Doc, Converted, Timing]] = []
     for doc, spec, timing in kept:
-        job = made.get((spec.namespace, spec.owner)) if isinstance(spec, PodSpec) else None
-        if job is not None and isinstance(spec, PodSpec):
-            spec = adopted_by(spec, job, present[spec.namespace, spec.owner])
+        owner = made.get((spec.namespace, spec.owner)) if isinstance(spec, PodSpec) else None
+        if owner is not None and isinstance(spec, PodSpec):
+            spec = adopted_by(spec, owner, present[spec.namespace, spec.owner])
         out.append((doc, spec, timing))
     return out
 

@@ -28,6 +28,7 @@ from typing import Any
 from phalanx.api.errors import InputError
 from phalanx.api.specs import (
     DEFAULT_MAX_PODS,
+    ControllerSpec,
     GangSpec,
     JobSpec,
     NamespaceSpec,
@@ -214,12 +215,15 @@ def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
         return dataclasses.replace(spec, template=member)
 
 
-def adopted_by(pod: PodSpec, job: JobSpec, present: int) -> PodSpec:
-    """A snapshot's ``pod`` of ``job`` (whose other ``present - 1`` pods are in the input, so
-    the Job is not expanded again), with what the Job says of its pods: its Kueue gang and
-    queue (a gang of the pods present, when fewer than its minimum are), its duration and
-    runtime hints. What the pod says itself comes first."""
-    template = job.template
+def adopted_by(pod: PodSpec, owner: JobSpec | ControllerSpec, present: int) -> PodSpec:
+    """A snapshot's ``pod`` of ``owner`` (whose other ``present - 1`` pods are in the input,
+    so the owner is not expanded again), with what the owner says of its pods: a Job's Kueue
+    gang and queue (a gang of the pods present, when fewer than its minimum are), the
+    duration and runtime hints of the pod's template, or of the controller's one gang. What
+    the pod says itself comes first."""
+    template = _template_of(pod, owner)
+    if template is None:
+        return pod
     gang = template.declared_gang
     if pod.gang is not None or pod.workload_ref is not None or gang is None:
         adopted = pod
@@ -227,10 +231,26 @@ def adopted_by(pod: PodSpec, job: JobSpec, present: int) -> PodSpec:
         gang = dataclasses.replace(gang, min_member=min(gang.min_member, present))
         queue = pod.queue or template.queue
         adopted = dataclasses.replace(pod, gang=template.gang, declared_gang=gang, queue=queue)
-    hints = merged(pod.runtime_hints, template.runtime_hints)
+    duration, hints = template.duration, template.runtime_hints
+    if isinstance(owner, ControllerSpec) and len(owner.gangs) == 1:
+        duration = duration or owner.gangs[0].duration
+        hints = merged(hints, owner.gangs[0].runtime_hints)
     return dataclasses.replace(
-        with_duration(adopted, pod.duration or template.duration), runtime_hints=hints
+        with_duration(adopted, pod.duration or duration),
+        runtime_hints=merged(pod.runtime_hints, hints),
     )
+
+
+def _template_of(pod: PodSpec, owner: JobSpec | ControllerSpec) -> PodSpec | None:
+    """The template ``owner`` made ``pod`` from: its name is the pod's name up to an index or
+    a generated suffix (the longest such), or the only template."""
+    if isinstance(owner, JobSpec):
+        return owner.template
+    templates = [s.template for s in owner.pod_sets] + [j.template for j in owner.jobs]
+    named = [t for t in templates if pod.name == t.name or pod.name.startswith(f"{t.name}-")]
+    if named:
+        return max(named, key=lambda t: len(t.name))
+    return templates[0] if len(templates) == 1 else None
 
 
 def job_spec(
