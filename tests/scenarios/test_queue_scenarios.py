@@ -240,6 +240,42 @@ def test_capability_is_never_exceeded() -> None:
     assert "capability" in two.reason
 
 
+@pytest.mark.parametrize("policy", ["volcano", "phalanx", "phalanx-reserve"])
+def test_a_gang_refused_for_capability_starts_when_its_queue_has_room_again(policy: str) -> None:
+    """``two`` waits while ``one`` holds the capped queue's 4 GPUs and starts when ``one``
+    ends at 1h. It used to be parked as if no release could help (an invalid gang), and
+    waited forever under ``volcano`` and ``phalanx``."""
+    objects = [
+        node("n0", 8),
+        queue("capped", capability={GPU: "4"}),
+        *gang("one", 1, 4, q="capped"),
+        *gang("two", 1, 4, q="capped", at="1s"),
+    ]
+    _, events = run(objects, policy=policy)
+    assert bound_at(events, "default/two") == [3600.0]
+
+
+def test_a_gang_beyond_its_queues_capability_is_not_reserved_for_and_blocks_nobody() -> None:
+    """``huge`` (40 GPUs, a big gang ranked first) can never run in a queue capped at 32. It
+    used to get a reservation from when ``first`` ends, which refused every later gang of
+    another queue (each would delay it), so they waited forever beside idle GPUs. Now it
+    waits alone, saying why."""
+    objects = [
+        *[node(f"n{i}", 8) for i in range(5)],
+        queue("capped", capability={GPU: "32"}),
+        queue("other"),
+        *gang("first", 1, 8, q="other", run="2h"),
+        *gang("huge", 5, 8, q="capped", at="1s"),
+        *[g for i in range(3) for g in gang(f"job-{i}", 2, 8, q="other", at=f"{i + 1}h", run="3h")],
+    ]
+    result, _ = run(objects, until=24 * 3600)
+    states = {g.name: g.state for g in result.gangs}
+    assert states == {"huge": "waiting"} | {n: "completed" for n in states if n != "huge"}
+    huge = next(g for g in result.gangs if g.name == "huge")
+    assert "capability of 32000 nvidia.com/gpu, below the 40000 it needs" in huge.reason
+    assert "expected start" not in huge.reason
+
+
 def test_an_elastic_gang_starts_on_its_minimum_and_grows_only_within_capability() -> None:
     """Minimum 2 of 6 four-GPU pods in a queue capped at 16 GPUs: it starts with the 4 pods
     the cap allows (it used to wait forever, judged on all 6), and never exceeds the cap."""
@@ -266,7 +302,7 @@ def test_an_elastic_gang_whose_minimum_exceeds_capability_waits_and_says_so() ->
     result, events = run(objects, until=1800)
     assert bound_at(events, "default/elastic") == []
     (elastic,) = result.gangs
-    assert "would use 12000 of its capability 8000" in elastic.reason
+    assert "capability of 8000 nvidia.com/gpu, below the 12000 it needs" in elastic.reason
 
 
 def test_reclaim_takes_back_borrowed_room_whole_gangs_only() -> None:

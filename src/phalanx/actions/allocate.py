@@ -62,7 +62,7 @@ class Allocate:
             verdict = session.invalid(unit)
             if verdict is not None:
                 session.wait(unit.gang, *verdict)
-                self._block(session, unit, _INVALID)
+                self._block(session, unit, None if verdict[0] in _UNTIL_RELEASE else _INVALID)
                 refill.moved_on(unit, units, at)
                 continue
             signature = _signature(unit)
@@ -306,8 +306,12 @@ def _hopeless(session: Session, unit: Unit, signature: Signature) -> bool:
     return hint is not None and wake_count(hint, CapacityOf(session.table)) == 0
 
 
-#: The failure class of gangs that are not valid: no release can change that.
+#: The failure class of gangs that are not valid: no release can change that (a change of
+#: the gang, its pods or the nodes wakes them).
 _INVALID = Hint(("invalid",), (), 1)
+#: Refusals a release can lift: a queue over its capability has room again when a pod of it
+#: (or of a queue under the same ancestor) goes. Such a gang wakes on any release.
+_UNTIL_RELEASE = frozenset({"QueueCapability"})
 
 
 def _hint(session: Session, unit: Unit, signature: Signature) -> Hint | None:

@@ -444,6 +444,8 @@ def needs_of(session: Session, gang: GangInfo) -> Needs | None:
     short = gang.min_member - gang.placed > len(pods)  # members missing: not waiting for room
     if not pods or short or any(pod.invalid for pod in pods):
         return None
+    if session.reach and session.out_of_reach(Unit.of_gang(gang, pods)):
+        return None  # it can never run here: nothing to reserve for
     facts = session.table.facts
     masks = [facts.usable(p.spec.placement) for p in pods]
     requests = [pod.request for pod in pods]

@@ -9,6 +9,8 @@ finds them once when it is built (``hooks``). Combination rules, as in Volcano:
 - validity (``unit_valid``): every plugin must accept; the first refusal's reason is kept;
 - limits (``unit_limit``): how many of an elastic unit's pods, in order, a plugin lets it
   place at most (a queue's capability); the smallest wins, never below the gang's minimum;
+- reach (``out_of_reach``): why a unit can never be placed whatever else runs (its minimum
+  beyond its queue's capability): the first answer; such a unit gets no reservation;
 - readiness (``unit_ready``): all must agree (no plugin: ready);
 - filters: node masks are ANDed; scores: weighted sum (a filter or score may also answer for
   a few rows, ``filter_rows``/``score_rows``, so a session recomputes only what changed);
@@ -77,6 +79,12 @@ class UnitValid(Protocol):
 class UnitLimit(Protocol):
     def unit_limit(self, unit: Unit) -> int | None:
         """At most how many of ``unit.pods`` (the first ones) it may place; None: all."""
+
+
+@runtime_checkable
+class UnitReach(Protocol):
+    def out_of_reach(self, unit: Unit) -> str | None:
+        """Why ``unit`` can never be placed whatever else runs or ends; None: it may be."""
 
 
 @runtime_checkable
@@ -224,6 +232,7 @@ class Hooks:
         self.orders = [p for p in plugins if isinstance(p, UnitOrder)]
         self.validators = [p for p in plugins if isinstance(p, UnitValid)]
         self.limiters = [p for p in plugins if isinstance(p, UnitLimit)]
+        self.reach = [p for p in plugins if isinstance(p, UnitReach)]
         self.readiness = [p for p in plugins if isinstance(p, UnitReady)]
         self.filters = [p for p in plugins if isinstance(p, Filter)]
         self.scorers = [p for p in plugins if isinstance(p, Score)]

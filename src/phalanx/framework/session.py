@@ -130,6 +130,7 @@ class Session:
         self.orders = hooks.orders
         self.validators = hooks.validators
         self.limiters = hooks.limiters
+        self.reach = hooks.reach
         self.readiness = hooks.readiness
         self.filters = hooks.filters
         self.scorers = hooks.scorers
@@ -227,6 +228,14 @@ class Session:
             if answer is not None:
                 return answer
         return Placements([lambda: ((pod, (None,)) for pod in unit.pods)])
+
+    def out_of_reach(self, unit: Unit) -> str | None:
+        """Why ``unit`` can never be placed whatever else runs (None: it may be)."""
+        for plugin in self.reach:
+            why = plugin.out_of_reach(unit)
+            if why is not None:
+                return why
+        return None
 
     def reservation_domains(self, unit: Unit) -> list[Mask | None]:
         """Where a reservation of ``unit`` may lie, best first (each entry holds all of its

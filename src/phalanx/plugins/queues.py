@@ -192,12 +192,29 @@ class Queues:
             over = np.flatnonzero(used + need > cap)
             if over.size:
                 assert self.session is not None
-                resource = self.session.state.index.names[int(over[0])]
-                return (
-                    "QueueCapability",
-                    f"queue {name!r} would use {int(used[over[0]] + need[over[0]])} of its "
-                    f"capability {int(cap[over[0]])} {resource}",
-                )
+                at, resource = int(over[0]), self.session.state.index.names[int(over[0])]
+                if need[at] > cap[at]:  # even an idle queue could not hold it
+                    message = (
+                        f"queue {name!r} has a capability of {int(cap[at])} {resource}, below "
+                        f"the {int(need[at])} it needs: it cannot run in this queue"
+                    )
+                else:
+                    message = (
+                        f"queue {name!r} would use {int(used[at] + need[at])} of its "
+                        f"capability {int(cap[at])} {resource}"
+                    )
+                return ("QueueCapability", message)
+        return None
+
+    def out_of_reach(self, unit: Unit) -> str | None:
+        """Does the unit need more than its queue's (or an ancestor's) capability, even with
+        nothing else of it running? (Kueue calls such a workload inadmissible.)"""
+        need: np.ndarray | None = None
+        for name, cap, _ in self._capped(self.book.queue_of(unit.gang)):
+            if need is None:
+                need = _asks(unit.pods, cap.size).sum(axis=0)
+            if (need > cap).any():
+                return f"its minimum is beyond queue {name!r}'s capability"
         return None
 
     def _capped(self, queue: str) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
