@@ -276,6 +276,31 @@ def test_a_gang_beyond_its_queues_capability_is_not_reserved_for_and_blocks_nobo
     assert "expected start" not in huge.reason
 
 
+def test_a_gang_waiting_for_its_capped_queue_expects_to_start_when_the_queue_has_room() -> None:
+    """``b`` waits for its capped queue (``a`` holds its 8 GPUs until 4h, by its estimate)
+    though node ``n1`` is free. It is told, and reserved, 4h: when ``a`` ends. It was told
+    "room now" (nodes alone), and a reservation from when nodes were free held them idle
+    while its queue was full, refusing the gangs of other queues that could use them."""
+    estimate = {"phalanx.dev/runtime-estimate": "4h"}
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("capped", capability={GPU: "8"}),
+        queue("other"),
+        *gang("a", 1, 8, q="capped", run="4h", annotations=estimate),
+        *gang("b", 1, 8, q="capped", at="1s", run="20m", annotations={**estimate, **_EST_20M}),
+        *gang("c", 1, 8, q="other", at="90m", run="2h", annotations={**estimate, **_EST_2H}),
+    ]
+    result, events = run(objects, until=12 * 3600)
+    b = next(g for g in result.gangs if g.name == "b")
+    assert b.expected_start_first == b.start == 4 * 3600.0
+    assert bound_at(events, "default/c") == [5400.0]
+
+
+_EST_20M = {"phalanx.dev/runtime-estimate": "20m"}
+_EST_2H = {"phalanx.dev/runtime-estimate": "2h"}
+
+
 def test_an_elastic_gang_starts_on_its_minimum_and_grows_only_within_capability() -> None:
     """Minimum 2 of 6 four-GPU pods in a queue capped at 16 GPUs: it starts with the 4 pods
     the cap allows (it used to wait forever, judged on all 6), and never exceeds the cap."""

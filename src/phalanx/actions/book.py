@@ -62,6 +62,7 @@ from phalanx.actions.candidates import (
     nodes_text,
     rank_of,
 )
+from phalanx.actions.queueroom import queue_room_at
 from phalanx.actions.timeline import Found, Memo, Plan, Slot, Timeline
 from phalanx.cluster.workloads import GangInfo
 from phalanx.framework.session import Session
@@ -253,6 +254,9 @@ class Book:
             if not (every or who.aged or held < settings.depth):
                 continue
             found = self._earliest(who)
+            room_at = queue_room_at(session, who.gang, who.requests, self.reserve.running.values())
+            if found is not None and room_at > found[0]:
+                found = self._from(who, room_at)  # its queue has room only then
             if found is None:
                 if settings.mode == "strict":
                     self.blocked[who.gang.ident] = who
@@ -301,6 +305,17 @@ class Book:
         if who.gang.backoff_until > self.now:
             self.view.row(who.gang.backoff_until)
             after = math.nextafter(who.gang.backoff_until, -math.inf)
+        return self.view.earliest(
+            who.requests, who.masks, who.duration, after=after, domains=who.domains
+        )
+
+    def _from(self, who: Candidate, at: float) -> Found:
+        """The earliest start of ``who`` at ``at`` or later (∞: none)."""
+        if math.isinf(at):
+            return None
+        assert self.view is not None
+        self.view.row(at)
+        after = math.nextafter(at, -math.inf)
         return self.view.earliest(
             who.requests, who.masks, who.duration, after=after, domains=who.domains
         )

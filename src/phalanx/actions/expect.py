@@ -36,6 +36,7 @@ import math
 from typing import TYPE_CHECKING
 
 from phalanx.actions.candidates import Candidate, clock, nodes_text
+from phalanx.actions.queueroom import queue_room_at
 from phalanx.actions.timeline import Found, Memo, Plan
 from phalanx.framework.session import Session
 
@@ -68,7 +69,7 @@ class Teller:
             if ident not in book.begun:
                 why = self._why(session, carve.start, carve.plan, reserved=True)
                 self._say(session, carve.who, carve.start, why)
-        cache: dict[tuple[bytes, float], tuple[float, str] | None] = {}
+        cache: dict[tuple[bytes, float, float], tuple[float, str] | None] = {}
         fresh, waiters.new = waiters.new, []
         for who in fresh:
             if who.arrival is not None:  # made later than it arrived: told then
@@ -95,7 +96,7 @@ class Teller:
             result.recheck_at.append(aging)
 
     def _retell(
-        self, session: Session, cache: dict[tuple[bytes, float], tuple[float, str] | None]
+        self, session: Session, cache: dict[tuple[bytes, float, float], tuple[float, str] | None]
     ) -> None:
         """Tell again the gangs whose expected start is due (at most ``RETELL_MAX``); when
         ``lazy``, one whose new start nobody reads is marked ``stale`` instead, and does not
@@ -116,16 +117,18 @@ class Teller:
         self,
         session: Session,
         who: Candidate,
-        cache: dict[tuple[bytes, float], tuple[float, str] | None],
+        cache: dict[tuple[bytes, float, float], tuple[float, str] | None],
     ) -> None:
         """Tell ``who`` its expected start on the view (gangs of one shape and duration in
         one cycle share the answer: ``cache``)."""
         if not self.reserve.waiters.fresh(session, who):
             return
         self.reserve.waiters.re_estimate(who)
-        key = (who.shape, who.duration)
+        running = self.reserve.running.values()
+        room_at = queue_room_at(session, who.gang, who.requests, running)
+        key = (who.shape, who.duration, room_at)
         if key not in cache:
-            found = self._earliest(session, who, key)
+            found = self._earliest(session, who, key, room_at)
             why = None if found is None else self._why(session, *found, reserved=False)
             cache[key] = None if found is None or why is None else (found[0], why)
         told = cache[key]
@@ -138,14 +141,25 @@ class Teller:
         again = start if start > session.now else session.now + RETELL
         heapq.heappush(self._due, (again, who.seq, who.gang.ident))
 
-    def _earliest(self, session: Session, who: Candidate, key: tuple[bytes, float]) -> Found:
-        """The earliest start of ``who`` on the view; an answer found in an earlier cycle on
-        the same view is reused while it stands (:class:`Memo`)."""
+    def _earliest(
+        self, session: Session, who: Candidate, key: tuple[bytes, float, float], room_at: float
+    ) -> Found:
+        """The earliest start of ``who`` on the view, not before its capped queues have room
+        (``room_at``, :mod:`phalanx.actions.queueroom`); an answer found in an earlier cycle
+        on the same view is reused while it stands (:class:`Memo`)."""
         view = self.reserve.book.view
         assert view is not None
 
         def search() -> Found:
-            return view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
+            if math.isinf(room_at) and room_at > 0:
+                return None
+            after = -math.inf
+            if room_at > session.now:
+                view.row(room_at)
+                after = math.nextafter(room_at, -math.inf)
+            return view.earliest(
+                who.requests, who.masks, who.duration, after=after, domains=who.domains
+            )
 
         return self._found.earliest(key, view.version, session.now, search)
 
