@@ -18,6 +18,8 @@ fits is committed only if the gate admits it (it delays no reservation that rank
 unit); a refused unit waits with reason ``Reserved`` and is parked until the gate's stamp
 moves (room taken or released, the reservations changed or due to be planned again: an
 estimate overrun can admit it without any resource being freed), not retried every cycle.
+Where the order moves (fair shares: no stamp), a refused unit stays in the queue and the gate
+answers for it without an attempt while its refusal stands (``standing_refusal``).
 
 Within one allocate pass resources only shrink, so when a gang fails, every later gang with the
 same pending pod shapes and no more room to spare fails too; those are skipped without another
@@ -71,10 +73,12 @@ class Allocate:
                 # the room cannot hold it: the attempt would fail as surely (and leave no trace)
                 failed[signature] = session.placements(unit).why or needs(session, unit)
             if signature not in failed:
-                session.result.attempts += 1
+                # a refusal the gate says still stands needs no attempt (fair-share order)
+                kept = None if session.gate is None else session.gate.standing_refusal(unit)
+                session.result.attempts += kept is None
                 try:
-                    placements = session.placements(unit)
-                    outcome = self._place(session, unit, placements)
+                    placements = session.placements(unit) if kept is None else _KEPT
+                    outcome = kept or self._place(session, unit, placements)
                 except Exception as exc:  # contained to this gang; the others go on
                     self._contain(session, unit, exc)
                     refill.moved_on(unit, units, at)
@@ -246,6 +250,8 @@ class _Refill:
 
 
 _NONE = object()
+#: stands in for the placements of a unit whose refusal stands (none are made)
+_KEPT = Placements([])
 
 
 def _order(unit: Unit) -> tuple[float, ...]:

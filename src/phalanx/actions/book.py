@@ -49,7 +49,7 @@ import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from phalanx.actions.candidates import (
     GROWTH,
@@ -89,6 +89,14 @@ class Carve:
         return self.start + self.who.duration
 
 
+class _Standing(NamedTuple):
+    """What a refusal rests on under an order that moves (``Book._standing``)."""
+
+    world: tuple[object, ...]
+    duration: float
+    ahead: tuple[tuple[str, float, float, bool], ...]  # carves ranked ahead, in order
+
+
 class Book:
     def __init__(self, reserve: Reserve, settings: Settings, waiters: Waiters) -> None:
         self.reserve = reserve
@@ -116,6 +124,11 @@ class Book:
         self.shields: dict[str, float] = {}
         self._shield_ends: list[tuple[float, str]] = []  # (until, ident), a heap
         self._found = Memo()  # by (shape, duration), on the running gangs' timeline
+        #: not static order: gang ident → (what its last refusal rested on, the refusal), and
+        #: the unit ``admits`` last judged with how often (see ``standing_refusal``)
+        self._stands: dict[str, tuple[_Standing, str | None]] = {}
+        self._judged: tuple[Unit | None, int] = (None, 0)
+        self._draws: tuple[Unit | None, str] = (None, "")  # tie-break draws before it is placed
 
     @property
     def carves(self) -> list[Carve]:
@@ -337,6 +350,9 @@ class Book:
         reservation starts on the nodes it kept for it (others are placed by the scores)."""
         own = self.carved.get(unit.gang.ident)
         self._ranked = None
+        assert self.session is not None
+        if self._draws[0] is not unit and not self.session.static_order:
+            self._draws = (unit, self._draw_state())  # before it is placed (``_standing``)
         if self.carved or self.invalid or self.stale:
             # ranked before the unit's pods are allocated: once they are, a waiting gang
             # looks ready, and would be ranked as elastic growth behind every reservation
@@ -347,6 +363,10 @@ class Book:
         return {pod.key: slot.node for pod, slot in zip(own.who.pods, own.plan, strict=True)}
 
     def admits(self, unit: Unit, stmt: Statement) -> str | None:
+        calls = self._judged[1] + 1 if self._judged[0] is unit else 1
+        self._judged = (unit, calls)
+        if calls > 1:  # several placements of one unit (domains): not one refusal to keep
+            self._stands.pop(unit.gang.ident, None)
         if not self.carved and not self.blocked and not self.invalid and not self.stale:
             return None
         assert self.session is not None
@@ -374,11 +394,95 @@ class Book:
         shape = (b"".join(pod.request.tobytes() for pod in unit.pods), len(ahead))
         known = self.refused.get(shape)
         if known is not None and duration >= known[0]:
+            self._keep(unit, own, rank, calls, None)  # refused as a gang of its shape was
             return known[1]
         refusal = self._trial(sorted(ahead, key=lambda c: c.who.rank), end, stmt)
         if refusal is not None and (known is None or duration < known[0]):
             self.refused[shape] = (duration, refusal)
+        if refusal is not None:
+            self._keep(unit, own, rank, calls, refusal)
         return refusal
+
+    # -- refusals under an order that moves (fair shares) ---------------------------------
+    # With a static order a refused gang is parked until ``stamp`` moves. Fair shares move
+    # the ranks with any change of usage, so there the gang stays in the queue, is ordered
+    # every cycle, and its refusal by ``_trial`` is kept with what it rests on
+    # (``_standing``): while that is equal, the same placement would meet the same carves
+    # in the same order on the same timeline, and is not made again.
+    def standing_refusal(self, unit: Unit) -> str | None:
+        """What ``admits`` would answer for ``unit`` now, when its last refusal still stands
+        (None: unknown, make the attempt). It is answered as ``admits`` does: with the
+        refusal of a gang of its shape this cycle, if there is one, else with the refusal its
+        own trial gave, which later gangs of its shape then get."""
+        kept = self._stands.get(unit.gang.ident)
+        if kept is None:
+            return None
+        own = self.carved.get(unit.gang.ident)
+        standing = self._standing(unit, own, self._rank_of_unit(unit, own), self._draw_state())
+        if standing is None or standing != kept[0]:
+            del self._stands[unit.gang.ident]
+            return None
+        shape = (b"".join(pod.request.tobytes() for pod in unit.pods), len(standing.ahead))
+        known = self.refused.get(shape)
+        if known is not None and standing.duration >= known[0]:
+            return known[1]
+        if kept[1] is None:  # it was refused as a gang of its shape was: only a trial knows
+            return None
+        self.refused[shape] = (standing.duration, kept[1])
+        return kept[1]
+
+    def _keep(
+        self, unit: Unit, own: Carve | None, rank: Rank, calls: int, refusal: str | None
+    ) -> None:
+        """Keep ``unit``'s refusal with what it rests on (None: it was the refusal of a gang
+        of its shape this cycle, which answers for it only while there is one)."""
+        draws = self._draws[1] if self._draws[0] is unit else None
+        standing = None if calls > 1 else self._standing(unit, own, rank, draws)
+        if standing is not None:
+            self._stands[unit.gang.ident] = (standing, refusal)
+
+    def _draw_state(self) -> str:
+        assert self.session is not None
+        return str(self.session.rng.bit_generator.state)
+
+    def _standing(
+        self, unit: Unit, own: Carve | None, rank: Rank, draws: str | None
+    ) -> _Standing | None:
+        """What a refusal of ``unit`` (ranked ``rank``) rests on when the order is not
+        static (None: nothing to keep): the stamp's parts (room taken or released, the
+        carves, those due, no re-plan pending), the running gangs' timeline, the held room,
+        the unit's pods, its estimate (as ``admits`` takes it), the carves ranked ahead of it
+        in order with their starts, and the tie-break ``draws`` before it was placed; only
+        while nothing was placed or evicted this cycle (the room is then the state's, which
+        ``freed`` and ``taken`` cover). Time alone only makes a refusal surer (``stamp``)."""
+        session = self.session
+        assert session is not None
+        result, state = session.result, session.state
+        if not state.hints:
+            return None  # the coarse reference: every refused gang is attempted every cycle
+        if session.static_order or self.invalid or self.stale or self.blocked or self.begun:
+            return None
+        if result.binds or result.evictions or result.reservations:
+            return None
+        holds = state.queues.holds
+        if unit.gang.ident in holds or self.settings.mode == "strict" or draws is None:
+            return None
+        ahead = sorted(
+            (c for c in self.carved.values() if c is not own and c.who.rank < rank),
+            key=lambda c: c.who.rank,
+        )
+        world = (
+            state.freed,
+            state.taken,
+            self.epoch,
+            sum(1 for carve in self.carved.values() if carve.start <= self.now),
+            self.base.version,
+            tuple(holds),
+            tuple((pod.key, pod.request.tobytes()) for pod in unit.pods),
+            draws,
+        )
+        ahead_of = tuple((c.who.gang.ident, c.start, c.who.duration, c.intent) for c in ahead)
+        return _Standing(world, self._duration(unit, own), ahead_of)
 
     def _rank_of_unit(self, unit: Unit, own: Carve | None) -> Rank:
         if own is not None:
@@ -460,6 +564,7 @@ class Book:
         elif self.blocked.pop(gang.ident, None) is not None:
             self.invalid = True  # the next gang of its queue is now the head
         self.begun.add(gang.ident)
+        self._stands.pop(gang.ident, None)
         self.waiters.drop(gang.ident)
         self.refused.clear()
         ops = [op for op in stmt.operations if op.op is Op.ALLOCATE]

@@ -222,6 +222,11 @@ class Gate(Protocol):
         refused is refused again while the stamp is unchanged, so it may be parked until the
         stamp moves (``None``: it may change at any time; do not park)."""
 
+    def standing_refusal(self, unit: Unit) -> str | None:
+        """Where there is no stamp (the order moves): the gate's answer for ``unit`` when
+        the refusal it gave it last still stands, so no placement need be attempted (None:
+        attempt it)."""
+
 
 class Hooks:
     """Which plugin implements which hook, found once (isinstance on a runtime Protocol is
