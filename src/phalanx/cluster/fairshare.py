@@ -99,6 +99,15 @@ def _fill_level(total: Floats, claims: Sequence[Claim], mask: Floats) -> list[Fl
     return list(np.minimum(base + filled, demand))
 
 
+def dominant_ratios(usages: Floats, deserved: Floats, mask: Floats) -> list[float]:
+    """:func:`dominant_ratio` of each row of ``usages`` (one vector operation)."""
+    counted = (mask > 0) & (usages > 0)
+    with np.errstate(divide="ignore"):
+        ratios = np.where(deserved > _EPS, usages / np.maximum(deserved, _EPS), 1e6 + usages)
+    best = np.where(counted, ratios, -np.inf).max(axis=1, initial=-np.inf)
+    return np.where(counted.any(axis=1), best, 0.0).tolist()  # type: ignore[no-any-return]
+
+
 def dominant_ratio(usage: Floats, deserved: Floats, mask: Floats) -> float:
     """How far ``usage`` is into ``deserved`` on its dominant resource: ``max_r u_r / d_r``
     over counted resources (a resource used but not deserved counts as far over)."""

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from phalanx.api.queues import DEFAULT_QUEUE, BudgetSpec, QueueBindingSpec, QueueSpec
-from phalanx.cluster.fairshare import Claim, Floats, dominant_ratio, water_fill
+from phalanx.cluster.fairshare import Claim, Floats, dominant_ratio, dominant_ratios, water_fill
 from phalanx.cluster.queuetally import QueueTally
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.workloads import GangInfo, PodStatus
@@ -373,6 +373,13 @@ class QueueBook:
             return 0.0
         usage = use.usage if extra is None else use.usage + extra
         return dominant_ratio(usage, use.deserved, self.mask)
+
+    def ratios(self, name: str, extras: Floats) -> list[float]:
+        """``ratio`` with each row of ``extras`` (one vector operation)."""
+        use = self.uses.get(name)
+        if use is None or not self.active:
+            return [0.0] * len(extras)
+        return dominant_ratios(use.usage + extras, use.deserved, self.mask)
 
     def guarantee(self, name: str, index: ResourceIndex) -> Floats:
         return self._vector(self.spec(name).guarantee, index)

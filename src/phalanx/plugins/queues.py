@@ -45,6 +45,7 @@ from phalanx.cluster.fairshare import Floats
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.queues import QueueBook
+from phalanx.cluster.resources import Vector
 from phalanx.cluster.workloads import GangInfo, PodInfo
 from phalanx.framework.unit import Unit
 
@@ -119,15 +120,21 @@ class Queues:
         keys: dict[str, float] = {}
         for queue, gangs in self._by_queue(waiting).items():
             gangs.sort(key=lambda g: (-g.priority, g.created, g.ident))
-            extra = np.zeros(width)
+            # the asks in order, after the queue's remembered use: a running sum (cumsum
+            # adds in this order, as a loop would) read at each gang's last pod
+            first = np.zeros(width)
             remembered = book.remembered(queue)
             if remembered is not None:
-                extra[: remembered.size] += remembered[:width]
+                first[: remembered.size] += remembered[:width]
+            asks: list[Floats | Vector] = [first]
+            ends: list[int] = []
             for gang in gangs:
-                for pod in gang.placeable():
-                    extra[: pod.request.size] += pod.request[:width]
-                held = gang.ident in book.holds
-                keys[gang.ident] = -1.0 if held else book.ratio(queue, extra)
+                asks += [_padded(pod.request, width) for pod in gang.placeable()]
+                ends.append(len(asks) - 1)
+            running = np.cumsum(np.array(asks, dtype=np.float64), axis=0)
+            ratios = book.ratios(queue, running[ends])
+            for gang, ratio in zip(gangs, ratios, strict=True):
+                keys[gang.ident] = -1.0 if gang.ident in book.holds else ratio
         return keys
 
     def _by_queue(self, gangs: list[GangInfo]) -> dict[str, list[GangInfo]]:
@@ -275,6 +282,15 @@ class Queues:
     def rejections(self, table: NodeTable, pod: PodInfo) -> list[tuple[str, Mask]]:
         rejected = ~self.filter(table, pod)
         return [("room held for a preempting gang", rejected)] if rejected.any() else []
+
+
+def _padded(request: Vector, width: int) -> Vector:
+    """``request`` as a vector of ``width`` (a resource seen after it was made: zero)."""
+    if request.size == width:
+        return request
+    out = np.zeros(width, dtype=np.int64)
+    out[: request.size] += request[:width]
+    return out
 
 
 class Quota(Queues):
