@@ -24,7 +24,8 @@ cannot hold the minimum (:func:`~phalanx.actions.victims.could_fit`, numpy over 
 when a gang of the same failure class already failed in an unchanged world
 (:class:`~phalanx.cluster.hints.Failures`: the stamp moves when room is freed or released,
 the candidates change — a lower gang started, a victim's min-runtime ran out —, queue
-shares or objects change, or, with disruption budgets, any pod changes). Skipped attempts
+shares or objects change, or, with disruption budgets, any pod changes; a plan the guard
+refused, as it would delay a reservation, only for the rest of its cycle). Skipped attempts
 still count towards ``MAX_PREEMPTORS`` in order, as failed ones do; when every attempt of a
 cycle is known to fail, none is ordered at all, and parked gangs are not even listed when no
 gang below the highest waiting priority ever ran (``QueueBook.lowest_priority``). Running
@@ -99,6 +100,9 @@ class Takeback:
         self._seen: tuple[int, int, int] | None = None  # what the three above were made at
         #: gang → (its spec, generation, the book's generation, its victim class)
         self._classes: dict[GangInfo, tuple[object, int, int, Hashable]] = {}
+        #: gang ident → its unit and the pods it would preempt for, made once per execute
+        #: (nothing changes them before an attempt commits: ``_eligible_unit``)
+        self._units: dict[str, tuple[Unit | None, list[PodInfo]]] = {}
 
     def execute(self, session: Session) -> None:
         recheck = session.now >= self.recheck_at
@@ -111,6 +115,7 @@ class Takeback:
             return
         self._cycle += 1
         self._forget()
+        self._units = {}
         hinted = state.hints
         book = state.queues
         # parked gangs that cannot preempt still count in the order: looked at in full only
@@ -123,8 +128,7 @@ class Takeback:
             gangs = fresh + [u.gang for u in self._parked_units(session)]
         units = []
         for gang in gangs:
-            unit = self._unit(session, gang)
-            pods = None if unit is None else _eligible(unit, book)
+            unit, pods = self._eligible_unit(session, gang)
             if unit is not None and pods:
                 unit.order = session.order_key(unit)
                 units.append((unit, pods))
@@ -151,25 +155,30 @@ class Takeback:
     def _parked_units(self, session: Session, *, first: bool = False) -> list[Unit]:
         """Units of the gangs parked after failing for room (``first``: only the first one
         eligible to preempt, to tell whether there is one)."""
-        book, out = session.state.queues, []
+        out = []
         for gang in session.state.blocked.values():
             if gang.condition is None or gang.condition.reason != NO_ROOM:
                 continue
-            unit = self._unit(session, gang)
-            if unit is None or (first and not _eligible(unit, book)):
+            unit, pods = self._eligible_unit(session, gang)
+            if unit is None or (first and not pods):
                 continue
             out.append(unit)
             if first:
                 break
         return out
 
-    @staticmethod
-    def _unit(session: Session, gang: GangInfo) -> Unit | None:
-        """The gang's pending pods as a unit (those of this scheduler, unless it is parked)."""
-        pending = gang.placeable()
-        if gang.ident not in session.state.blocked:
-            pending = [p for p in pending if session.ours(p, gang)]
-        return Unit.of_gang(gang, pending) if pending else None
+    def _eligible_unit(self, session: Session, gang: GangInfo) -> tuple[Unit | None, list[PodInfo]]:
+        """The gang's pending pods as a unit (those of this scheduler, unless it is parked),
+        and the pods it would preempt for (``_eligible``), made once per execute."""
+        known = self._units.get(gang.ident)
+        if known is None:
+            pending = gang.placeable()
+            if gang.ident not in session.state.blocked:
+                pending = [p for p in pending if session.ours(p, gang)]
+            unit = Unit.of_gang(gang, pending) if pending else None
+            pods = [] if unit is None else _eligible(unit, session.state.queues)
+            known = self._units[gang.ident] = (unit, pods)
+        return known
 
     def _any_open(self, session: Session, gangs: list[GangInfo]) -> bool:
         """Could an attempt for any of ``gangs`` succeed? When none can, nothing is placed or
@@ -181,8 +190,7 @@ class Takeback:
             hopeless = self.no_victims(session, gang) or not self._victims_of(session, gang).chunks
             if hopeless and eligible:
                 continue  # the common case: no victims for its class, cheap to tell
-            unit = self._unit(session, gang)
-            pods = None if unit is None else _eligible(unit, book)
+            unit, pods = self._eligible_unit(session, gang)
             if unit is None or not pods:
                 continue
             eligible = True
@@ -197,7 +205,15 @@ class Takeback:
         victims = self._candidates(who)
         if not victims.chunks:
             return False
-        return not self.failures.known(self._class(who), self._stamp(who.session, victims))
+        return not self._known(who, self._class(who), victims)
+
+    def _known(self, who: Preemptor, key: Hashable, victims: _Victims) -> bool:
+        """Did an attempt of class ``key`` fail in this world: for want of victims or room
+        (whatever the reservations), or, in this cycle, because the guard refused its plan?"""
+        stamp = self._stamp(who.session, victims)
+        if self.failures.known(key, stamp):
+            return True
+        return who.session.gate is not None and self.failures.known(key, (stamp, self._cycle))
 
     def _try(self, who: Preemptor, hinted: bool) -> None:
         session = who.session
@@ -206,25 +222,36 @@ class Takeback:
             return
         if hinted:
             key, stamp = self._class(who), self._stamp(session, victims)
-            if self.failures.known(key, stamp):
+            if self._known(who, key, victims):
                 return
             if not could_fit(who.pods, victims.chunks, session.table, self.predicates):
                 self.failures.failed(key, stamp)
                 return
         domains = _domains(who)
+        guarded: list[Plan] = []  # plans the guard refused (they would delay a reservation)
+
+        def accept(plan: Plan) -> bool:
+            if delays_reservation(session, who.gang, who.pods, plan) is None:
+                return True
+            guarded.append(plan)
+            return False
+
         plan = Planner(session, self.predicates).plan(
             who.pods,
             victims.chunks,
             partial(self.allows, who),
             minimal=self.gang_aware,
             domains=domains,
-            accept=lambda plan: delays_reservation(session, who.gang, who.pods, plan) is None,
+            accept=accept,
         )
         if plan is not None:
             self._commit(session, who.gang, plan, pin=domains is None)
             self._forget(evicted=True)
+            self._units = {}
         elif hinted:
-            self.failures.failed(key, stamp)
+            # the reservations move with every cycle: a refusal of the guard holds for this
+            # cycle only; a failure for want of victims or room holds as it would without them
+            self.failures.failed(key, (stamp, self._cycle) if guarded else stamp)
 
     # -- what an attempt depends on ------------------------------------------------------------
     def _candidates(self, who: Preemptor) -> _Victims:
@@ -286,8 +313,7 @@ class Takeback:
         state, table, book = session.state, session.table, session.state.queues
         claims = self._cycle if table.pipelined.any() else 0  # pipelined room: this cycle only
         budgets = state.version if book.budgets else 0  # budgets count every pod's status
-        reserved = self._cycle if session.gate is not None else 0  # reservations: per cycle
-        room = (state.freed, int(table.releasing.sum()), claims, reserved)
+        room = (state.freed, int(table.releasing.sum()), claims)
         return (room, victims.fingerprint, book.generation, budgets, self.rule_stamp(book))
 
     def _forget(self, *, evicted: bool = False) -> None:
