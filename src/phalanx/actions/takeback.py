@@ -100,9 +100,8 @@ class Takeback:
         self._seen: tuple[int, int, int] | None = None  # what the three above were made at
         #: gang → (its spec, generation, the book's generation, its victim class)
         self._classes: dict[GangInfo, tuple[object, int, int, Hashable]] = {}
-        #: gang ident → its unit and the pods it would preempt for, made once per execute
-        #: (nothing changes them before an attempt commits: ``_eligible_unit``)
-        self._units: dict[str, tuple[Unit | None, list[PodInfo]]] = {}
+        #: gang ident → its unit and the pods it would preempt for (``_eligible_unit``)
+        self._units: dict[str, tuple[Hashable, Unit | None, list[PodInfo]]] = {}
 
     def execute(self, session: Session) -> None:
         recheck = session.now >= self.recheck_at
@@ -115,7 +114,6 @@ class Takeback:
             return
         self._cycle += 1
         self._forget()
-        self._units = {}
         hinted = state.hints
         book = state.queues
         # parked gangs that cannot preempt still count in the order: looked at in full only
@@ -169,16 +167,33 @@ class Takeback:
 
     def _eligible_unit(self, session: Session, gang: GangInfo) -> tuple[Unit | None, list[PodInfo]]:
         """The gang's pending pods as a unit (those of this scheduler, unless it is parked),
-        and the pods it would preempt for (``_eligible``), made once per execute."""
-        known = self._units.get(gang.ident)
-        if known is None:
-            pending = gang.placeable()
-            if gang.ident not in session.state.blocked:
-                pending = [p for p in pending if session.ours(p, gang)]
-            unit = Unit.of_gang(gang, pending) if pending else None
-            pods = [] if unit is None else _eligible(unit, session.state.queues)
-            known = self._units[gang.ident] = (unit, pods)
-        return known
+        and the pods it would preempt for (``_eligible``). Both are kept while the gang, its
+        members and their specs are unchanged (``GangInfo.changes``) and it holds no room:
+        a long queue of parked gangs is not made again in every cycle. A gang not parked
+        is made once per execute (whose pods are ours is noted in each cycle)."""
+        state, ident = session.state, gang.ident
+        parked = ident in state.blocked
+        held = ident in state.queues.holds
+        key = (
+            gang.changes,
+            gang.spec,
+            gang.min_member,
+            parked,
+            held,
+            self._cycle if not parked else 0,
+        )
+        known = self._units.get(ident)
+        if known is not None and known[0] == key:
+            return known[1], known[2]
+        pending = gang.placeable()
+        if not parked:
+            pending = [p for p in pending if session.ours(p, gang)]
+        unit = Unit.of_gang(gang, pending) if pending else None
+        pods = [] if unit is None else _eligible(unit, state.queues)
+        if len(self._units) > 2 * len(state.blocked) + 64:
+            self._units = {i: k for i, k in self._units.items() if i in state.blocked}
+        self._units[ident] = (key, unit, pods)
+        return unit, pods
 
     def _any_open(self, session: Session, gangs: list[GangInfo]) -> bool:
         """Could an attempt for any of ``gangs`` succeed? When none can, nothing is placed or
@@ -247,7 +262,7 @@ class Takeback:
         if plan is not None:
             self._commit(session, who.gang, plan, pin=domains is None)
             self._forget(evicted=True)
-            self._units = {}
+            self._units = {}  # the preemptor's pods are pipelined, its room held
         elif hinted:
             # the reservations move with every cycle: a refusal of the guard holds for this
             # cycle only; a failure for want of victims or room holds as it would without them

@@ -101,6 +101,9 @@ class GangInfo:
     blocked_at: int = -1  # ``ClusterState.freed`` when it last found no node (-1: not blocked)
     #: bumped when its members or their statuses change in a way validity depends on
     generation: int = 0
+    #: bumped on every change of its members, their statuses or specs, or its own spec (what
+    #: is made of them may be kept while it stays)
+    changes: int = 0
     valid_memo: tuple[object, ...] | None = None  # the gang plugin's cached verdict
     permit_deadline: float | None = None  # coscheduling: when waiting members are rejected
     started: float | None = None  # when its work started (min members running)
@@ -142,10 +145,12 @@ class GangInfo:
     def touched(self) -> None:
         """Its members, their statuses or its spec changed: a tally tracking it recomputes
         its part (:mod:`phalanx.cluster.queuetally`)."""
+        self.changes += 1
         if self.watcher is not None:
             self.watcher.add(self.ident)
 
     def add(self, pod: PodInfo) -> None:
+        self.changes += 1
         if self.watcher is not None:
             self.watcher.add(self.ident)
         self.members.append(pod)
@@ -157,6 +162,7 @@ class GangInfo:
 
     def remove(self, pod: PodInfo) -> None:
         """``pod`` leaves the gang (deleted): its counters go with it."""
+        self.changes += 1
         if self.watcher is not None:
             self.watcher.add(self.ident)
         if pod.status in PLACED:
@@ -170,6 +176,7 @@ class GangInfo:
     def move(self, pod: PodInfo, status: PodStatus) -> None:
         """Change ``pod``'s status, keeping the gang's counters exact (and telling a tally
         that tracks it)."""
+        self.changes += 1
         if self.watcher is not None:
             self.watcher.add(self.ident)
         before, after = pod.status in PLACED, status in PLACED
