@@ -54,6 +54,44 @@ def test_kept_refusals_decide_as_the_reference_retries(
     )
 
 
+#: (gang, minimum, queue, priority, runtime, arrival, GPUs of each pod): found by the
+#: property above, once failures of preemption were remembered across cycles
+HELD_ROOM = (
+    ("g0", 2, "q0", 0, 11, 10, (1, 2)),
+    ("g1", 1, "q0", 0, 5, 0, (1,)),
+    ("g2", 1, "q1", 0, 29, 0, (2,)),
+    ("g3", 2, "q0", 0, 5, 0, (1, 1)),
+    ("g4", 1, "q0", 0, 5, 25, (1,)),
+    ("g5", 4, "q0", 0, 87, 10, (1, 1, 1, 1)),
+    ("g6", 2, "q0", 0, 5, 0, (1, 1)),
+    ("g7", 1, "q0", 0, 5, 0, (1,)),
+    ("g8", 2, "q0", 0, 5, 0, (1, 1)),
+    ("g9", 2, "q2", 0, 41, 0, (1, 1)),
+    ("g10", 1, "q0", 0, 69, 0, (2,)),
+    ("g11", 8, "q2", 0, 73, 0, (1, 1, 1, 1, 1, 1, 2, 2)),
+    ("g12", 2, "q0", 0, 5, 10, (1, 1)),
+    ("g13", 2, "q1", 10, 5, 10, (1, 2)),
+)
+
+
+def test_a_failure_while_room_was_held_is_not_remembered_after() -> None:
+    """g13 (priority 10) fails to preempt g2 at t=15 only because room is held for another
+    preemptor (g0); at t=25 the hold is gone and it preempts g2, as the reference does: the
+    memo of failed attempts covers the held room."""
+    items = [Item(QueueSpec(q, weight=w)) for q, w in (("q0", 3), ("q1", 1), ("q2", 1))]
+    items += [Item(NodeSpec(f"n{n}", {"cpu": 64_000, GPU: 4000, "pods": 110})) for n in range(4)]
+    for name, minimum, queue, priority, run, at, gpus in HELD_ROOM:
+        gang = GangSpec("default", name, minimum, API, queue=queue, priority=priority)
+        items.append(Item(replace(gang, duration=float(run)), Timing(submit_after=float(at))))
+        for i, count in enumerate(gpus):
+            requests = {"cpu": 1000, GPU: 1000 * count, "pods": 1}
+            pod = PodSpec("default", f"{name}-{i}", requests, gang=GangRef(name, API))
+            items.append(Item(pod, Timing(submit_after=float(at))))
+    hinted = decisions(Workload(items), "phalanx", 0, hints=True)
+    assert hinted == decisions(Workload(items), "phalanx", 0, hints=False)
+    assert "25.0 evict default/g2-0 None preempt" in hinted
+
+
 def job(name: str, queue: str, gpus: int, at: float, run: float) -> list[Item]:
     """A one-pod gang in ``queue`` that runs ``run`` seconds, estimated so."""
     estimate = (("runtime-estimate", run),)

@@ -49,7 +49,7 @@ import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from phalanx.actions.candidates import (
     GROWTH,
@@ -87,6 +87,10 @@ class Carve:
     @property
     def end(self) -> float:
         return self.start + self.who.duration
+
+
+#: what a placement starts from besides the room (``Book._before``)
+_Before = tuple[Mapping[str, Any], int, int, object]
 
 
 class _Standing(NamedTuple):
@@ -128,7 +132,8 @@ class Book:
         #: the unit ``admits`` last judged with how often (see ``standing_refusal``)
         self._stands: dict[str, tuple[_Standing, str | None]] = {}
         self._judged: tuple[Unit | None, int] = (None, 0)
-        self._draws: tuple[Unit | None, str] = (None, "")  # tie-break draws before it is placed
+        #: the unit ``admits`` judges, and what it was placed from (``_before``)
+        self._placed: tuple[Unit | None, _Before | None] = (None, None)
 
     @property
     def carves(self) -> list[Carve]:
@@ -351,8 +356,8 @@ class Book:
         own = self.carved.get(unit.gang.ident)
         self._ranked = None
         assert self.session is not None
-        if self._draws[0] is not unit and not self.session.static_order:
-            self._draws = (unit, self._draw_state())  # before it is placed (``_standing``)
+        if self._placed[0] is not unit and not self.session.static_order:
+            self._placed = (unit, self._before(unit))  # before it is placed (``_standing``)
         if self.carved or self.invalid or self.stale:
             # ranked before the unit's pods are allocated: once they are, a waiting gang
             # looks ready, and would be ranked as elastic growth behind every reservation
@@ -418,7 +423,7 @@ class Book:
         if kept is None:
             return None
         own = self.carved.get(unit.gang.ident)
-        standing = self._standing(unit, own, self._rank_of_unit(unit, own), self._draw_state())
+        standing = self._standing(unit, own, self._rank_of_unit(unit, own), self._before(unit))
         if standing is None or standing != kept[0]:
             del self._stands[unit.gang.ident]
             return None
@@ -436,25 +441,29 @@ class Book:
     ) -> None:
         """Keep ``unit``'s refusal with what it rests on (None: it was the refusal of a gang
         of its shape this cycle, which answers for it only while there is one)."""
-        draws = self._draws[1] if self._draws[0] is unit else None
-        standing = None if calls > 1 else self._standing(unit, own, rank, draws)
+        before = self._placed[1] if self._placed[0] is unit else None
+        standing = None if calls > 1 else self._standing(unit, own, rank, before)
         if standing is not None:
             self._stands[unit.gang.ident] = (standing, refusal)
 
-    def _draw_state(self) -> str:
+    def _before(self, unit: Unit) -> _Before:
+        """What ``unit``'s placement starts from besides the room (read before it is placed:
+        placing its pods moves its gang): the tie-break draws, its gang's members and spec."""
         assert self.session is not None
-        return str(self.session.rng.bit_generator.state)
+        gang = unit.gang
+        return (self.session.rng.bit_generator.state, gang.generation, gang.placed, gang.spec)
 
     def _standing(
-        self, unit: Unit, own: Carve | None, rank: Rank, draws: str | None
+        self, unit: Unit, own: Carve | None, rank: Rank, before: _Before | None
     ) -> _Standing | None:
         """What a refusal of ``unit`` (ranked ``rank``) rests on when the order is not
         static (None: nothing to keep): the stamp's parts (room taken or released, the
-        carves, those due, no re-plan pending), the running gangs' timeline, the held room,
-        the unit's pods, its estimate (as ``admits`` takes it), the carves ranked ahead of it
-        in order with their starts, and the tie-break ``draws`` before it was placed; only
-        while nothing was placed or evicted this cycle (the room is then the state's, which
-        ``freed`` and ``taken`` cover). Time alone only makes a refusal surer (``stamp``)."""
+        carves, those due, no re-plan pending), the nodes and queue objects, the running
+        gangs' timeline, the held room, the unit's pods, its estimate (as ``admits`` takes
+        it), the carves ranked ahead of it in order with their starts, and what its placement
+        started from (``before``); only while nothing was placed or evicted this cycle (the
+        room is then the state's, which ``freed`` and ``taken`` cover). Time alone only
+        makes a refusal surer (see ``stamp``)."""
         session = self.session
         assert session is not None
         result, state = session.result, session.state
@@ -465,7 +474,7 @@ class Book:
         if result.binds or result.evictions or result.reservations:
             return None
         holds = state.queues.holds
-        if unit.gang.ident in holds or self.settings.mode == "strict" or draws is None:
+        if unit.gang.ident in holds or self.settings.mode == "strict" or before is None:
             return None
         ahead = sorted(
             (c for c in self.carved.values() if c is not own and c.who.rank < rank),
@@ -474,12 +483,14 @@ class Book:
         world = (
             state.freed,
             state.taken,
+            state.table.facts,  # the nodes (a node added, changed or removed)
+            state.queues.generation,
             self.epoch,
             sum(1 for carve in self.carved.values() if carve.start <= self.now),
             self.base.version,
             tuple(holds),
-            tuple((pod.key, pod.request.tobytes()) for pod in unit.pods),
-            draws,
+            tuple(unit.pods),  # a pod changed is a new one, a pending pod resized too
+            before,
         )
         ahead_of = tuple((c.who.gang.ident, c.start, c.who.duration, c.intent) for c in ahead)
         return _Standing(world, self._duration(unit, own), ahead_of)

@@ -23,9 +23,10 @@ lowest running priority tells preempt at once), when the room with every candida
 cannot hold the minimum (:func:`~phalanx.actions.victims.could_fit`, numpy over nodes), or
 when a gang of the same failure class already failed in an unchanged world
 (:class:`~phalanx.cluster.hints.Failures`: the stamp moves when room is freed or released,
-the candidates change — a lower gang started, a victim's min-runtime ran out —, queue
-shares or objects change, or, with disruption budgets, any pod changes; a plan the guard
-refused, as it would delay a reservation, only for the rest of its cycle). Skipped attempts
+room held for a preemptor is given up or held anew, the candidates change — a lower gang
+started, a victim's min-runtime ran out —, queue shares or objects change, or, with
+disruption budgets, any pod changes; a plan the guard refused, as it would delay a
+reservation, only for the rest of its cycle). Skipped attempts
 still count towards ``MAX_PREEMPTORS`` in order, as failed ones do; when every attempt of a
 cycle is known to fail, none is ordered at all, and parked gangs are not even listed when no
 gang below the highest waiting priority ever ran (``QueueBook.lowest_priority``). Running
@@ -328,7 +329,8 @@ class Takeback:
         state, table, book = session.state, session.table, session.state.queues
         claims = self._cycle if table.pipelined.any() else 0  # pipelined room: this cycle only
         budgets = state.version if book.budgets else 0  # budgets count every pod's status
-        room = (state.freed, int(table.releasing.sum()), claims)
+        held = tuple(book.holds)  # room held for a preemptor is no other gang's
+        room = (state.freed, int(table.releasing.sum()), claims, held)
         return (room, victims.fingerprint, book.generation, budgets, self.rule_stamp(book))
 
     def _forget(self, *, evicted: bool = False) -> None:

@@ -231,6 +231,8 @@ class Queues:
         index = self.session.state.index if self.session is not None else None
         if index is None or not book.specs:
             return
+        if not any(book.spec(name).capability for name in book.ancestry(queue)):
+            return  # no capability in its tree: nothing to count
         self._catch_up()
         width = len(index)
         for name in book.ancestry(queue):
