@@ -318,24 +318,18 @@ class Book:
 
     def _later(self, who: Candidate) -> tuple[float, Plan] | None:
         """The earliest start of ``who`` after now (and after its timeout backoff)."""
-        assert self.view is not None
-        after = self.now
         if who.gang.backoff_until > self.now:
-            self.view.row(who.gang.backoff_until)
-            after = math.nextafter(who.gang.backoff_until, -math.inf)
+            return self._from(who, who.gang.backoff_until)
+        assert self.view is not None
         return self.view.earliest(
-            who.requests, who.masks, who.duration, after=after, domains=who.domains
+            who.requests, who.masks, who.duration, after=self.now, domains=who.domains
         )
 
     def _from(self, who: Candidate, at: float) -> Found:
         """The earliest start of ``who`` at ``at`` or later (∞: none)."""
-        if math.isinf(at):
-            return None
         assert self.view is not None
-        self.view.row(at)
-        after = math.nextafter(at, -math.inf)
-        return self.view.earliest(
-            who.requests, who.masks, who.duration, after=after, domains=who.domains
+        return self.view.earliest_from(
+            at, who.requests, who.masks, who.duration, domains=who.domains
         )
 
     def _carve(self, carve: Carve) -> None:

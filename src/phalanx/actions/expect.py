@@ -151,15 +151,11 @@ class Teller:
         assert view is not None
 
         def search() -> Found:
-            if math.isinf(room_at) and room_at > 0:
-                return None
-            after = -math.inf
-            if room_at > session.now:
-                view.row(room_at)
-                after = math.nextafter(room_at, -math.inf)
-            return view.earliest(
-                who.requests, who.masks, who.duration, after=after, domains=who.domains
-            )
+            if room_at > session.now:  # its queue has room only then
+                return view.earliest_from(
+                    room_at, who.requests, who.masks, who.duration, domains=who.domains
+                )
+            return view.earliest(who.requests, who.masks, who.duration, domains=who.domains)
 
         return self._found.earliest(key, view.version, session.now, search)
 

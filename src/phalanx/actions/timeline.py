@@ -248,6 +248,22 @@ class Timeline:
                 return self.times[k], plan
         return None
 
+    def earliest_from(
+        self,
+        at: float,
+        requests: Sequence[Vector],
+        masks: Sequence[Mask],
+        duration: float,
+        *,
+        domains: Sequence[Mask | None] = (),
+    ) -> tuple[float, Plan] | None:
+        """:meth:`earliest` at ``at`` or later (a row is made there); None when ``at`` is ∞."""
+        if math.isinf(at) and at > 0:
+            return None
+        self.row(at)
+        after = math.nextafter(at, -math.inf)
+        return self.earliest(requests, masks, duration, after=after, domains=domains)
+
     def totals(self) -> Cube:
         """``[K, R]``: the positive free resources of each row summed over nodes (kept until
         the rows change)."""

@@ -235,6 +235,15 @@ class JobSpec:
     #: ``spec.suspend: true`` with no queue manager to admit it: its controller makes no pods
     suspended: bool = False
 
+    @property
+    def at_once(self) -> int:
+        """Pods it runs at once at most: ``parallelism``, fewer when ``completions`` is."""
+        return (
+            self.parallelism
+            if self.completions is None
+            else min(self.parallelism, self.completions)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class PodSet:

@@ -207,11 +207,9 @@ def job_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> JobSpec:
         if kueue.QUEUE_NAME not in labels:  # KAI groups a plain Job's pods one by one
             suspended = get_bool(get_mapping(job, "spec", ""), "suspend", "spec") is True
             return dataclasses.replace(spec, suspended=suspended)
-        count = spec.parallelism if spec.completions is None else spec.completions
-        count = min(spec.parallelism, count)
-        if count < 1:
+        if spec.at_once < 1:
             return spec  # nothing to admit
-        member = kueue.job_gang(spec.template, annotations_of(job), name=name, count=count)
+        member = kueue.job_gang(spec.template, annotations_of(job), name=name, count=spec.at_once)
         return dataclasses.replace(spec, template=member)
 
 

@@ -310,7 +310,4 @@ class Quota(Queues):
 
 def _asks(pods: list[PodInfo], width: int) -> np.ndarray:
     """One row per pod: its requests over the first ``width`` resources."""
-    asks = np.zeros((len(pods), width))
-    for i, pod in enumerate(pods):
-        asks[i, : pod.request.size] = pod.request[:width]
-    return asks
+    return np.array([_padded(pod.request, width) for pod in pods], dtype=np.float64)

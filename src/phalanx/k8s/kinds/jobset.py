@@ -81,8 +81,7 @@ def _admitted_whole(
     docstring): each replicated job a role of all its pods."""
     roles: dict[str, int] = {}
     for rj, job in jobs:
-        count = job.parallelism if job.completions is None else job.completions
-        roles[rj] = roles.get(rj, 0) + min(job.parallelism, count)
+        roles[rj] = roles.get(rj, 0) + job.at_once
     out = []
     for rj, job in jobs:
         member = kueue.job_gang(
