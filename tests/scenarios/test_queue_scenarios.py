@@ -99,12 +99,16 @@ def gang(
 
 
 def run(
-    objects: list[Obj], policy: str = "phalanx", until: float = 4 * 3600
+    objects: list[Obj],
+    policy: str = "phalanx",
+    until: float = 4 * 3600,
+    actions: tuple[str, ...] | None = None,
 ) -> tuple[SimResult, list[dict[str, Any]]]:
     events: list[dict[str, Any]] = []
     base = [priority("low", 10), priority("high", 1000)]
     workload = load_documents(("test.yaml", o) for o in [*base, *objects])
-    return simulate(workload, SimOptions(policy=policy, until=until), events.append), events
+    options = SimOptions(policy=policy, until=until, actions=actions)
+    return simulate(workload, options, events.append), events
 
 
 def evicted(events: list[dict[str, Any]]) -> dict[str, set[str]]:
@@ -297,6 +301,32 @@ def test_a_gang_waiting_for_its_capped_queue_expects_to_start_when_the_queue_has
     assert bound_at(events, "default/c") == [5400.0]
 
 
+def test_two_gangs_reserved_in_one_capped_queue_are_not_promised_the_same_room() -> None:
+    """``a`` holds the 16 GPUs of a queue capped at 16 until 4h; ``b`` and ``c`` wait for it
+    (every gang reserved: conservative). ``b`` is reserved 4h on ``a``'s nodes; ``c`` can have
+    the queue's room only when ``b`` ends, at 6h. It was reserved 4h too, on the free nodes
+    n2 and n3, and that reservation refused ``d`` (another queue, 3h from 1h: it ends at 4h,
+    so it delays nothing real) until 6h."""
+    est = {"phalanx.dev/runtime-estimate": "2h"}
+    objects = [
+        *[node(f"n{i}", 8) for i in range(4)],
+        queue("capped", capability={GPU: "16"}),
+        queue("other"),
+        *gang("a", 2, 8, q="capped", run="4h", annotations=_EST_4H),
+        *gang("b", 2, 8, q="capped", at="1s", run="2h", annotations=est),
+        *gang("c", 2, 8, q="capped", at="2s", run="2h", annotations=est),
+        *gang("d", 2, 8, q="other", at="1h", run="3h", annotations=_EST_3H),
+    ]
+    actions = ("reserve:mode=conservative", "allocate")
+    result, events = run(objects, until=12 * 3600, actions=actions)
+    starts = {g.name: (g.expected_start_first, g.start) for g in result.gangs}
+    assert starts["b"] == (4 * 3600.0, 4 * 3600.0)
+    assert starts["c"] == (6 * 3600.0, 6 * 3600.0)
+    assert bound_at(events, "default/d") == [3600.0, 3600.0]
+
+
+_EST_4H = {"phalanx.dev/runtime-estimate": "4h"}
+_EST_3H = {"phalanx.dev/runtime-estimate": "3h"}
 _EST_20M = {"phalanx.dev/runtime-estimate": "20m"}
 _EST_2H = {"phalanx.dev/runtime-estimate": "2h"}
 

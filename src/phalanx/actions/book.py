@@ -62,7 +62,7 @@ from phalanx.actions.candidates import (
     nodes_text,
     rank_of,
 )
-from phalanx.actions.queueroom import queue_room_at
+from phalanx.actions.queueroom import Held, queue_room_at
 from phalanx.actions.timeline import Found, Memo, Plan, Slot, Timeline
 from phalanx.cluster.workloads import GangInfo
 from phalanx.framework.session import Session
@@ -272,7 +272,9 @@ class Book:
             if not (every or who.aged or held < settings.depth):
                 continue
             found = self._earliest(who)
-            room_at = queue_room_at(session, who.gang, who.requests, self.reserve.running.values())
+            room_at = queue_room_at(
+                session, who.gang, who.requests, self.reserve.running.values(), self.held
+            )
             if found is not None and room_at > found[0]:
                 found = self._from(who, room_at)  # its queue has room only then
             if found is None:
@@ -622,6 +624,10 @@ class Book:
             return max(run.end - self.now, 0.0)
         estimate = self.reserve.estimates.estimate(unit.gang)
         return math.inf if estimate is None else estimate.seconds
+
+    def held(self) -> list[Held]:
+        """The carves made so far, as capped queues see them (:mod:`~phalanx.actions.queueroom`)."""
+        return [Held(c.who.gang, c.end, c.who.requests) for c in self.carved.values()]
 
     def reserved(self) -> list[Carve]:
         return [c for c in self.carved.values() if not c.intent and c.start > self.now]

@@ -125,7 +125,7 @@ class Teller:
             return
         self.reserve.waiters.re_estimate(who)
         running = self.reserve.running.values()
-        room_at = queue_room_at(session, who.gang, who.requests, running)
+        room_at = queue_room_at(session, who.gang, who.requests, running, self.reserve.book.held)
         key = (who.shape, who.duration, room_at)
         if key not in cache:
             found = self._earliest(session, who, key, room_at)
