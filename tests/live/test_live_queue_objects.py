@@ -14,13 +14,16 @@ from apiserver.harness import connected, eventually, fast_backoff
 from test_live_recovery import events_about
 from test_live_serve import NS, node
 
-from phalanx.live import PODS
+from phalanx.live import PODGROUPS, PODS
+from phalanx.live.cache import ClusterCache
+from phalanx.live.hints import WakeHints
 from phalanx.live.loop import LiveScheduler
 from phalanx.live.resources import (
     CLUSTER_QUEUE_VERSIONS,
     ELASTIC_QUOTAS,
     KAI_QUEUES,
     LOCAL_QUEUE_VERSIONS,
+    VOLCANO_QUEUES,
 )
 
 CRDS = (*ALL_CRDS, *QUEUE_CRDS)
@@ -286,3 +289,72 @@ async def test_a_malformed_queue_is_reported_and_the_others_still_hold(
             await client.patch(KAI_QUEUES, "broken", {"spec": {"resources": {"gpu": {"limit": 4}}}})
             await eventually(lambda: gpu_limit(scheduler, "broken") == 4000, what="mended")
             assert "Queue.scheduling.run.ai/broken" not in scheduler.cache.rejected
+
+
+def volcano_queue(name: str, gpus: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"capability": {GPU: gpus}},
+        "status": {"state": "Open"},
+    }
+
+
+def test_queue_events_change_the_book_as_a_rebuild_would() -> None:
+    """Events of every queue API change the one book in place: a name declared by two APIs
+    is the first API's (Volcano before KAI) and the other's again when it goes; a status-only
+    update changes nothing; the result equals a book built from the same objects at once."""
+    cache = ClusterCache()
+    book = cache.build(nodes=[node("node-a")], pods=[], volcano_queues=[], now=1.0).state.queues
+    kai, volcano = kai_queue("gold", 8), volcano_queue("gold", 4)
+    cluster_queues, local_queues = CLUSTER_QUEUE_VERSIONS[1], LOCAL_QUEUE_VERSIONS[1]
+    cache.event(KAI_QUEUES, "ADDED", kai, 2.0)
+    assert (book.specs["gold"].capability, book.specs["gold"].api) == (
+        {GPU: 8000},
+        "scheduling.run.ai",
+    )
+    cache.event(VOLCANO_QUEUES, "ADDED", volcano, 3.0)
+    assert book.specs["gold"].capability == {GPU: 4000}
+    generation = book.generation
+    cache.event(KAI_QUEUES, "MODIFIED", {**kai, "status": {"allocated": {"gpu": 4}}}, 4.0)
+    cache.event(VOLCANO_QUEUES, "MODIFIED", {**volcano, "status": {"state": "Open"}}, 4.0)
+    assert book.generation == generation  # nothing the book holds changed
+    cache.event(VOLCANO_QUEUES, "DELETED", volcano, 5.0)
+    assert book.specs["gold"].capability == {GPU: 8000}
+    objects = {
+        cluster_queues: [cluster_queue("gpus", 8)],
+        local_queues: [local_queue("lq", "gpus")],
+        ELASTIC_QUOTAS: [elastic_quota(16)],
+    }
+    for resource, objs in objects.items():
+        cache.event(resource, "ADDED", objs[0], 6.0)
+    assert book.bindings == {(NS, "lq"): "gpus", (NS, ""): NS}
+    rebuilt = ClusterCache().build(
+        nodes=[node("node-a")],
+        pods=[],
+        volcano_queues=[],
+        queue_objects={KAI_QUEUES: [kai], **objects},
+        now=7.0,
+    )
+    assert (book.specs, book.bindings) == (
+        rebuilt.state.queues.specs,
+        rebuilt.state.queues.bindings,
+    )
+    cache.event(local_queues, "DELETED", local_queue("lq", "gpus"), 8.0)
+    cache.event(ELASTIC_QUOTAS, "DELETED", elastic_quota(16), 8.0)
+    assert book.bindings == {} and set(book.specs) == {"gold", "gpus"}
+
+
+def test_only_a_queue_objects_spec_change_wakes_the_loop() -> None:
+    """A queue controller's status writes keep ``metadata.generation``: no cycle for them. An
+    ElasticQuota and a PodGroup of the same group and key keep their own generations."""
+    hints = WakeHints("phalanx")
+    quota = elastic_quota(8)
+    quota["metadata"]["generation"] = 1
+    group = {"metadata": {"name": "quota", "namespace": NS, "generation": 5}}
+    assert hints.wakes(ELASTIC_QUOTAS, "ADDED", quota)
+    assert hints.wakes(PODGROUPS, "ADDED", group)
+    assert not hints.wakes(ELASTIC_QUOTAS, "MODIFIED", {**quota, "status": {"used": {}}})
+    quota["metadata"]["generation"] = 2
+    assert hints.wakes(ELASTIC_QUOTAS, "MODIFIED", quota)

@@ -85,13 +85,12 @@ class QueueObjects:
         rank, label, reader = READERS[(resource.group, resource.plural)]
         key = key_of(obj)
         marker = (resource.group, resource.plural, key)
-        memo = f"{label}.{resource.group}"
         spec: QueueSpec | QueueBindingSpec | None = None
         if kind == DELETED:
             self.rejections.accept(label, key)
-            self.conversions.drop(memo, key)
+            self.conversions.drop(label, key)
         else:
-            spec = self._read(label, obj, reader, memo if resource != VOLCANO_QUEUES else "")
+            spec = self._read(label, obj, reader, memo=resource != VOLCANO_QUEUES)
         if isinstance(spec, QueueBindingSpec) or marker in self._bindings:
             return self._bind(marker, spec if isinstance(spec, QueueBindingSpec) else None, book)
         names: set[str] = set()
@@ -109,12 +108,11 @@ class QueueObjects:
         return changed
 
     def _read(
-        self, label: str, obj: Obj, reader: Reader, memo: str
+        self, label: str, obj: Obj, reader: Reader, memo: bool
     ) -> QueueSpec | QueueBindingSpec | None:
-        """``reader(obj)``, or None when the object is rejected (memoised under ``memo``)."""
+        """``reader(obj)`` (memoised under ``label`` with ``memo``), or None when rejected."""
         try:
-            convert = self.conversions.convert
-            spec = convert(label, obj, reader, memo=memo) if memo else reader(obj)
+            spec = self.conversions.convert(label, obj, reader) if memo else reader(obj)
         except InputError as exc:
             self.rejections.reject(label, obj, exc)
             return None
