@@ -16,6 +16,7 @@ from test_live_serve import NS, node
 
 from phalanx.live import PODGROUPS, PODS
 from phalanx.live.cache import ClusterCache
+from phalanx.live.explain import explain
 from phalanx.live.hints import WakeHints
 from phalanx.live.loop import LiveScheduler
 from phalanx.live.resources import (
@@ -40,14 +41,29 @@ def kai_queue(name: str, gpus: Any, parent: str | None = None) -> dict[str, Any]
     return {"apiVersion": KAI, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
 
 
-def cluster_queue(name: str, gpus: int, api_version: str = KUEUE) -> dict[str, Any]:
+def cluster_queue(
+    name: str, gpus: int, api_version: str = KUEUE, cohort: str = "", kind: str = "ClusterQueue"
+) -> dict[str, Any]:
     flavor = {"name": "default", "resources": [{"name": GPU, "nominalQuota": gpus}]}
-    return {
-        "apiVersion": api_version,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [flavor]}]},
-    }
+    spec: dict[str, Any] = {"resourceGroups": [{"coveredResources": [GPU], "flavors": [flavor]}]}
+    if cohort:
+        spec["cohort"] = cohort
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def cohort(name: str, gpus: int) -> dict[str, Any]:
+    return cluster_queue(name, gpus, "kueue.x-k8s.io/v1alpha1", kind="Cohort")
+
+
+def kueue_cohort(server: FakeApiServer, *, declared: bool) -> None:
+    """ClusterQueues ``a`` and ``b`` of 8 GPUs each in cohort ``pool`` (of 8 GPUs when
+    ``declared``, else only named: no limit), a gang of 8 GPUs in each."""
+    if declared:
+        server.put("kueue.x-k8s.io/v1alpha1", "cohorts", cohort("pool", 8))
+    for name in ("a", "b"):
+        server.put(KUEUE, "clusterqueues", cluster_queue(name, 8, cohort="pool"))
+        server.put(KUEUE, "localqueues", local_queue(f"lq-{name}", name))
+        kueue_gang(server, f"gang-{name}", f"lq-{name}")
 
 
 def local_queue(name: str, target: str, api_version: str = KUEUE) -> dict[str, Any]:
@@ -213,6 +229,18 @@ async def test_a_kueue_cluster_queue_holds_gangs_of_its_local_queues() -> None:
         assert bound_gangs(server) == {"first": 2, "second": 2}
 
 
+@pytest.mark.parametrize("declared", [True, False])
+async def test_a_kueue_cohort_object_limits_its_cluster_queues(declared: bool) -> None:
+    async with connected(CRDS) as (server, client):
+        await cluster(server)
+        kueue_cohort(server, declared=declared)
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await settle(scheduler, 4)
+            await scheduler.run_once(1.0)
+            await scheduler.run_once(2.0)
+        assert sorted(bound_gangs(server).values()) == ([2] if declared else [2, 2])
+
+
 async def test_the_newest_kueue_version_served_is_watched() -> None:
     async with connected((*CRDS, *KUEUE_V1BETA2)) as (server, client):
         await cluster(server)
@@ -358,3 +386,14 @@ def test_only_a_queue_objects_spec_change_wakes_the_loop() -> None:
     assert not hints.wakes(ELASTIC_QUOTAS, "MODIFIED", {**quota, "status": {"used": {}}})
     quota["metadata"]["generation"] = 2
     assert hints.wakes(ELASTIC_QUOTAS, "MODIFIED", quota)
+
+
+async def test_explain_names_the_cluster_queue_that_holds_a_gang() -> None:
+    async with connected(CRDS) as (server, client):
+        await cluster(server)
+        server.put(KUEUE, "clusterqueues", cluster_queue("gpus", 4))
+        server.put(KUEUE, "localqueues", local_queue("team-queue", "gpus"))
+        kueue_gang(server, "big", "team-queue")
+        (report,) = await explain(client, now=1.0)
+    assert (report.name, report.reason) == ("big", "QueueCapability")
+    assert "queue 'gpus' has a capability of 4000 nvidia.com/gpu" in report.message

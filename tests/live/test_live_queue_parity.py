@@ -1,7 +1,8 @@
 """The same queue objects make the same decision in simulation and live: ``phalanx simulate
 --from-cluster`` (the snapshot read by the simulator's loader) starts at t=0 exactly the gangs
 that ``phalanx serve``'s first cycle binds, for a KAI Queue, a Kueue ClusterQueue with its
-LocalQueue, and an ElasticQuota — each holding two 8-GPU gangs to one on two 8-GPU nodes."""
+LocalQueue, a Kueue Cohort, and an ElasticQuota — each holding two 8-GPU gangs to one on two
+8-GPU nodes."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from test_live_queue_objects import (
     elastic_quota,
     kai_gang,
     kai_queue,
+    kueue_cohort,
     kueue_gang,
     local_queue,
     plain_gang,
@@ -46,6 +48,10 @@ def kueue(server: FakeApiServer) -> None:
     kueue_gang(server, "second", "team-queue")
 
 
+def pool(server: FakeApiServer) -> None:
+    kueue_cohort(server, declared=True)
+
+
 def quota(server: FakeApiServer) -> None:
     server.put(QUOTA, "elasticquotas", elastic_quota(8))
     plain_gang(server, "first")
@@ -58,7 +64,7 @@ def unlimited(server: FakeApiServer) -> None:
     kai_gang(server, "second", "team")
 
 
-@pytest.mark.parametrize("setup", [kai, kueue, quota, unlimited])
+@pytest.mark.parametrize("setup", [kai, kueue, pool, quota, unlimited])
 async def test_simulation_and_serve_start_the_same_gangs(
     setup: Callable[[FakeApiServer], None], tmp_path: Path
 ) -> None:

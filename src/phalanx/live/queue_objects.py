@@ -1,22 +1,23 @@
 """Queue objects in the live cache: every peer's queue API into the state's one queue book.
 
-Design: the simulator reads Volcano ``Queue``, KAI ``Queue`` (``scheduling.run.ai/v2``), Kueue
-``ClusterQueue`` and ``LocalQueue`` and scheduler-plugins ``ElasticQuota`` with the readers of
-:mod:`phalanx.k8s.queues` into :class:`~phalanx.api.queues.QueueSpec` and
-:class:`~phalanx.api.queues.QueueBindingSpec`; :class:`QueueObjects` feeds the live
-:class:`~phalanx.cluster.queues.QueueBook` from the same readers (no second converter), one
-watch event at a time, so the same objects make the same queues, bindings and decisions live
-as in simulation — which queue a gang or pod is in is the book's rule, shared by both
-(:meth:`QueueBook.queue_of`: a PodGroup's queue; a pod's ``kueue.x-k8s.io/queue-name`` label
-through its namespace's LocalQueue to a ClusterQueue; ``kai.scheduler/queue``; the
-namespace's ElasticQuota for a gang that names none).
+Design: the simulator reads Volcano ``Queue``, KAI ``Queue`` (``scheduling.run.ai/v2``),
+Kueue ``ClusterQueue``, ``LocalQueue`` and ``Cohort``, and scheduler-plugins
+``ElasticQuota`` with the readers of :mod:`phalanx.k8s.queues` into
+:class:`~phalanx.api.queues.QueueSpec` and :class:`~phalanx.api.queues.QueueBindingSpec`;
+:class:`QueueObjects` feeds the live :class:`~phalanx.cluster.queues.QueueBook` from the same
+readers (no second converter), one watch event at a time, so the same objects make the same
+queues, bindings and decisions live as in simulation. Which queue a gang or pod is in is the
+book's rule, shared by both (:meth:`QueueBook.queue_of`): a PodGroup's queue; a pod's
+``kueue.x-k8s.io/queue-name`` label through its namespace's LocalQueue to a ClusterQueue;
+``kai.scheduler/queue``; the namespace's ElasticQuota for a gang that names none.
 
 Several objects may declare the same queue name (a Volcano and a KAI queue ``team-a``, two
 ElasticQuotas in one namespace): each is kept, and the book holds the first by API (Volcano,
-KAI, Kueue, ElasticQuota of ``scheduling.x-k8s.io``, then ``scheduling.sigs.k8s.io``) then
-object key; when it goes, the next takes its place. An event that changes nothing the book
-holds (a status write by the queue's own controller) changes nothing: :meth:`apply` says
-whether the book changed, so the cache wakes parked gangs only then.
+KAI, Kueue ClusterQueue, Kueue Cohort, ElasticQuota of ``scheduling.x-k8s.io``, then of
+``scheduling.sigs.k8s.io``), then by object key; when it goes, the next takes its place. An
+event that changes nothing the book holds (a status write by the queue's own controller)
+changes nothing: :meth:`QueueObjects.apply` says whether the book changed, so the cache wakes
+parked gangs only then.
 
 A malformed object is rejected with one line naming its kind, name and field (a warning once,
 an ``Invalid`` Event on it) and counts as deleted — its queue is undeclared (no limits), as
@@ -58,9 +59,10 @@ READERS: dict[tuple[str, str], tuple[int, str, Reader]] = {
     (KAI_QUEUES.group, "queues"): (1, "Queue.scheduling.run.ai", kai_queue_from_dict),
     ("kueue.x-k8s.io", "clusterqueues"): (2, "ClusterQueue", kueue_cluster_queue_from_dict),
     ("kueue.x-k8s.io", "localqueues"): (2, "LocalQueue", local_queue_from_dict),
-    (ELASTIC_QUOTAS.group, "elasticquotas"): (3, "ElasticQuota", elastic_quota_from_dict),
+    ("kueue.x-k8s.io", "cohorts"): (3, "Cohort", kueue_cluster_queue_from_dict),
+    (ELASTIC_QUOTAS.group, "elasticquotas"): (4, "ElasticQuota", elastic_quota_from_dict),
     (ELASTIC_QUOTAS_SIGS.group, "elasticquotas"): (
-        4,
+        5,
         "ElasticQuota.scheduling.sigs.k8s.io",
         elastic_quota_from_dict,
     ),

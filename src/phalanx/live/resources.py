@@ -175,8 +175,8 @@ def _queue_crd(group: str, version: str, plural: str, kind: str, namespaced: boo
     return Resource(group, version, plural, kind, namespaced, status_subresource=True, custom=True)
 
 
-#: Queue objects of a fixed version (any may be missing from a cluster): KAI's Queue and
-#: scheduler-plugins' ElasticQuota in both groups. See :mod:`phalanx.live.queue_objects`.
+#: Queue objects of a fixed version (any may be missing from a cluster): KAI's Queue, Kueue's
+#: Cohort and scheduler-plugins' ElasticQuota in both groups. See :mod:`phalanx.live.queue_objects`.
 KAI_QUEUES = _queue_crd("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False)
 ELASTIC_QUOTAS = _queue_crd(
     "scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True
@@ -184,7 +184,9 @@ ELASTIC_QUOTAS = _queue_crd(
 ELASTIC_QUOTAS_SIGS = _queue_crd(
     "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True
 )
-QUEUE_OBJECTS = (KAI_QUEUES, ELASTIC_QUOTAS, ELASTIC_QUOTAS_SIGS)
+#: Kueue's Cohort (a parent queue with quotas of its own), alpha: the version the simulator reads.
+KUEUE_COHORTS = _queue_crd("kueue.x-k8s.io", "v1alpha1", "cohorts", "Cohort", namespaced=False)
+QUEUE_OBJECTS = (KAI_QUEUES, KUEUE_COHORTS, ELASTIC_QUOTAS, ELASTIC_QUOTAS_SIGS)
 #: Kueue's ClusterQueues and LocalQueues, newest version first: the newest served is watched.
 CLUSTER_QUEUE_VERSIONS = tuple(
     _queue_crd("kueue.x-k8s.io", v, "clusterqueues", "ClusterQueue", namespaced=False)

@@ -17,6 +17,7 @@ from phalanx.live.resources import (
     ELASTIC_QUOTAS_SIGS,
     KAI_PODGROUPS,
     KAI_QUEUES,
+    KUEUE_COHORTS,
     LOCAL_QUEUE_VERSIONS,
     NODES,
     POD_GROUP_VERSIONS,
@@ -53,6 +54,7 @@ OPTIONAL: tuple[tuple[Resource, ...], ...] = (
     ),
     CLUSTER_QUEUE_VERSIONS,
     LOCAL_QUEUE_VERSIONS,
+    (KUEUE_COHORTS,),
     (ELASTIC_QUOTAS,),
     (ELASTIC_QUOTAS_SIGS,),
 )

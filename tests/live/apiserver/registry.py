@@ -287,8 +287,10 @@ KUEUE_V1BETA1 = tuple(
     )
 )
 KUEUE_V1BETA2 = tuple(dataclasses.replace(info, version="v1beta2") for info in KUEUE_V1BETA1)
-#: The queue CRDs of KAI, Kueue (v1beta1) and scheduler-plugins, with KAI's PodGroup.
-QUEUE_CRDS = (KAI_PODGROUPS, KAI_QUEUES, *KUEUE_V1BETA1, ELASTIC_QUOTAS)
+KUEUE_COHORTS = _queue_crd("kueue.x-k8s.io", "v1alpha1", "cohorts", "Cohort", False)
+#: The queue CRDs of KAI, Kueue (v1beta1, Cohorts v1alpha1) and scheduler-plugins, with KAI's
+#: PodGroup.
+QUEUE_CRDS = (KAI_PODGROUPS, KAI_QUEUES, *KUEUE_V1BETA1, KUEUE_COHORTS, ELASTIC_QUOTAS)
 
 ALL_CRDS: tuple[ResourceInfo, ...] = (
     PODGROUPS_X,
