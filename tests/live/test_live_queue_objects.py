@@ -55,6 +55,12 @@ def cohort(name: str, gpus: int) -> dict[str, Any]:
     return cluster_queue(name, gpus, "kueue.x-k8s.io/v1alpha1", kind="Cohort")
 
 
+def kueue_queues(server: FakeApiServer, gpus: int) -> None:
+    """ClusterQueue ``gpus`` of ``gpus`` GPUs, and its LocalQueue ``team-queue``."""
+    server.put(KUEUE, "clusterqueues", cluster_queue("gpus", gpus))
+    server.put(KUEUE, "localqueues", local_queue("team-queue", "gpus"))
+
+
 def kueue_cohort(server: FakeApiServer, *, declared: bool) -> None:
     """ClusterQueues ``a`` and ``b`` of 8 GPUs each in cohort ``pool`` (of 8 GPUs when
     ``declared``, else only named: no limit), a gang of 8 GPUs in each."""
@@ -210,8 +216,7 @@ async def test_a_kai_parent_queue_limits_its_children() -> None:
 async def test_a_kueue_cluster_queue_holds_gangs_of_its_local_queues() -> None:
     async with connected(CRDS) as (server, client):
         await cluster(server)
-        server.put(KUEUE, "clusterqueues", cluster_queue("gpus", 8))
-        server.put(KUEUE, "localqueues", local_queue("team-queue", "gpus"))
+        kueue_queues(server, 8)
         kueue_gang(server, "first", "team-queue")
         kueue_gang(server, "second", "team-queue")
         async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
@@ -391,8 +396,7 @@ def test_only_a_queue_objects_spec_change_wakes_the_loop() -> None:
 async def test_explain_names_the_cluster_queue_that_holds_a_gang() -> None:
     async with connected(CRDS) as (server, client):
         await cluster(server)
-        server.put(KUEUE, "clusterqueues", cluster_queue("gpus", 4))
-        server.put(KUEUE, "localqueues", local_queue("team-queue", "gpus"))
+        kueue_queues(server, 4)
         kueue_gang(server, "big", "team-queue")
         (report,) = await explain(client, now=1.0)
     assert (report.name, report.reason) == ("big", "QueueCapability")

@@ -17,17 +17,15 @@ from apiserver.harness import connected, eventually, fast_backoff
 from test_live_queue_objects import (
     CRDS,
     KAI,
-    KUEUE,
     QUOTA,
     bound_gangs,
     cluster,
-    cluster_queue,
     elastic_quota,
     kai_gang,
     kai_queue,
     kueue_cohort,
     kueue_gang,
-    local_queue,
+    kueue_queues,
     plain_gang,
 )
 from test_live_snapshot import run_cli
@@ -42,8 +40,7 @@ def kai(server: FakeApiServer) -> None:
 
 
 def kueue(server: FakeApiServer) -> None:
-    server.put(KUEUE, "clusterqueues", cluster_queue("gpus", 8))
-    server.put(KUEUE, "localqueues", local_queue("team-queue", "gpus"))
+    kueue_queues(server, 8)
     kueue_gang(server, "first", "team-queue")
     kueue_gang(server, "second", "team-queue")
 
