@@ -234,6 +234,27 @@ async def test_a_kueue_cluster_queue_holds_gangs_of_its_local_queues() -> None:
         assert bound_gangs(server) == {"first": 2, "second": 2}
 
 
+@pytest.mark.parametrize(
+    ("label", "queue"), [("kai.scheduler/queue", "team"), ("kueue.x-k8s.io/queue-name", "lq")]
+)
+async def test_lone_pods_labelled_for_a_queue_are_held_by_it(label: str, queue: str) -> None:
+    """Pods of no gang (each a gang of one) go to the KAI queue or LocalQueue they name."""
+    async with connected(CRDS) as (server, client):
+        await cluster(server)
+        server.put(KAI, "queues", kai_queue("team", 8))
+        server.put(KUEUE, "clusterqueues", cluster_queue("gpus", 8))
+        server.put(KUEUE, "localqueues", local_queue("lq", "gpus"))
+        for name in ("first", "second"):
+            (obj, _) = gang_pods(name, {label: queue}, {})
+            obj["spec"]["containers"][0]["resources"] = {"limits": {GPU: "8"}}
+            server.put("v1", "pods", obj)
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await settle(scheduler, 2)
+            await scheduler.run_once(1.0)
+            await scheduler.run_once(2.0)
+        assert sorted(bound_gangs(server).values()) == [1]
+
+
 @pytest.mark.parametrize("declared", [True, False])
 async def test_a_kueue_cohort_object_limits_its_cluster_queues(declared: bool) -> None:
     async with connected(CRDS) as (server, client):
