@@ -47,11 +47,12 @@ Rules (as kube-scheduler's cache, in the state's terms — see :mod:`phalanx.clu
   tried again at once. Only pending pods count: gates do not affect a bound pod.
 - Volcano PodGroups wait (``QueueMissing`` / ``QueueClosed``) while their ``spec.queue`` does
   not exist or is ``Closed``/``Closing`` — checked only while the Queue API is served.
-- Queue objects of every API — Volcano and KAI ``Queue``, Kueue ``ClusterQueue`` and
-  ``LocalQueue``, ``ElasticQuota`` — go into the state's queue book through the simulator's
-  readers (:mod:`phalanx.live.queue_objects`), changed in place on every event; when the book
-  changed, every parked gang is tried again (a limit may have been raised). A malformed one
-  is rejected like any other object: its queue is then undeclared (no limits).
+- Queue objects of every API — Volcano and KAI ``Queue``, Kueue ``ClusterQueue``,
+  ``LocalQueue`` and ``Cohort``, ``ElasticQuota`` — go into the state's queue book through
+  the simulator's readers (:mod:`phalanx.live.queue_objects`), changed in place on every
+  event; when the book changed, every parked gang is tried again (a limit may have been
+  raised). A malformed one is rejected like any other object: its queue is then undeclared
+  (no limits).
 - Kueue/KAI ``Topology`` and Volcano ``HyperNode`` objects (and the settings' levels, after
   them) become the state's topology (docs/topology.md), made again when one changes; a
   malformed one is skipped like any other object.
@@ -165,7 +166,7 @@ class ClusterCache(GangEvents):
         self.snapshot = Snapshot(self.state, self.pods)
         self.conversions = Conversions()
         self.rejections = Rejections()
-        #: KAI Queues, Kueue ClusterQueues and LocalQueues, ElasticQuotas, Volcano Queues
+        #: the queue objects of every API (Volcano's too) and which of them the book holds
         self.queue_objects = QueueObjects(self.conversions, self.rejections)
         self.started = False
         #: gang idents whose members or spec changed since the loop last drained them.

@@ -6,9 +6,10 @@ every gang API
 with Volcano's Queues, and ``scheduling.run.ai`` (KAI); the Workload API's Workloads and
 PodGroups of the newest version the server's discovery lists, looked up again every
 ``recheck_missing`` seconds while one is not served), and every queue API (KAI Queues,
-ElasticQuotas, and Kueue's ClusterQueues and LocalQueues in the newest version served). At
-start-up, once the informers have listed, :class:`~phalanx.live.cache.ClusterCache` builds
-the one :class:`~phalanx.cluster.state.ClusterState`; from then on every watch event changes it in
+ElasticQuotas, Kueue's Cohorts, and its ClusterQueues and LocalQueues in the newest version
+served, discovered likewise). At start-up, once the informers have listed,
+:class:`~phalanx.live.cache.ClusterCache` builds the one
+:class:`~phalanx.cluster.state.ClusterState`; from then on every watch event changes it in
 place (never a rebuild). One cycle (:meth:`LiveScheduler.run_once`):
 
 1. run the same :class:`~phalanx.policies.Scheduler` the simulator runs on that state — gangs
