@@ -15,10 +15,13 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from apiserver.harness import connected
 
 from phalanx.api.errors import InputError
 from phalanx.cli.install import add_parser, manifests_command
+from phalanx.live.loop import LiveScheduler
 from phalanx.live.manifests import install_manifests
+from phalanx.live.resources import POD_GROUP_VERSIONS, QUEUE_OBJECT_VERSIONS, WORKLOAD_VERSIONS
 
 K8S_VERSION = "1.37.0"  # the newest schema set kubernetes-validate 1.37.0 ships (1.25 … 1.37)
 CLUSTER_SCOPED = ("CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding")
@@ -143,7 +146,12 @@ def test_cluster_role_grants_exactly_the_verbs_used(docs: list[dict[str, Any]]) 
     expected |= {("scheduling.k8s.io", "workloads", v) for v in read}
     expected |= {(g, "podgroups", v) for g in POD_GROUP_GROUPS for v in read}
     expected |= {(g, "podgroups/status", "patch") for g in POD_GROUP_GROUPS}
-    expected |= {("scheduling.volcano.sh", "queues", v) for v in read}
+    expected |= {
+        (g, "queues", v) for g in ("scheduling.volcano.sh", "scheduling.run.ai") for v in read
+    }
+    kueue = ("clusterqueues", "localqueues", "cohorts")
+    expected |= {("kueue.x-k8s.io", r, v) for r in kueue for v in read}
+    expected |= {(g, "elasticquotas", v) for g in POD_GROUP_GROUPS[:2] for v in read}
     expected |= {(g, "topologies", v) for g in ("kueue.x-k8s.io", "kai.scheduler") for v in read}
     expected |= {("topology.volcano.sh", "hypernodes", v) for v in read}
     assert triples(one(docs, "ClusterRole")["rules"]) == expected
@@ -152,6 +160,17 @@ def test_cluster_role_grants_exactly_the_verbs_used(docs: list[dict[str, Any]]) 
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "phalanx", "namespace": "phalanx-system"}
     ]
+
+
+async def test_every_api_serve_may_watch_is_granted(docs: list[dict[str, Any]]) -> None:
+    """The informers of a live scheduler, and every version discovery may choose."""
+    async with connected() as (_server, client):
+        watched = list(LiveScheduler(client).informers)
+    families = (WORKLOAD_VERSIONS, POD_GROUP_VERSIONS, *QUEUE_OBJECT_VERSIONS)
+    watched += [resource for family in families for resource in family]
+    assert {r.plural for r in watched} >= {"queues", "clusterqueues", "localqueues"}
+    wanted = {(r.group, r.plural, v) for r in watched for v in ("get", "list", "watch")}
+    assert wanted - triples(one(docs, "ClusterRole")["rules"]) == set()
 
 
 def test_eviction_is_granted_by_default_and_the_old_flag_changes_nothing(

@@ -118,6 +118,12 @@ class QueueBook:
         self.declared = True
         self.generation += 1
 
+    def remove_binding(self, spec: QueueBindingSpec) -> None:
+        """The binding ``spec`` is gone (a LocalQueue deleted): its gangs name a queue again."""
+        if self.bindings.get((spec.namespace, spec.name)) == spec.queue:
+            del self.bindings[(spec.namespace, spec.name)]
+            self.generation += 1
+
     def add_budget(self, spec: BudgetSpec) -> None:
         self.budgets[f"{spec.namespace}/{spec.name}"] = spec
         self.generation += 1

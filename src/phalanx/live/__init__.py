@@ -19,7 +19,9 @@ The scheduler on top of it:
 
 - :mod:`.cache` — the one cluster state, built at start-up and changed by watch events
   (assume/confirm/forget, Volcano queue holds); :mod:`.convert` (memoised conversions,
-  rejected objects); :mod:`.gang_events` (PodGroups, Workloads, PriorityClasses, Queues).
+  rejected objects); :mod:`.gang_events` (PodGroups, Workloads, PriorityClasses, Queues);
+  :mod:`.queue_objects` (every API's queue objects into the queue book, by the simulator's
+  readers).
 - :mod:`.loop` — :class:`~phalanx.live.loop.LiveScheduler`: cycles; :mod:`.backend` (the
   live Backend: binds with retries, evictions, explanations, wake-ups); :mod:`.hints` (what
   wakes it), :mod:`.recovery` (undoing partial binds), :mod:`.waiting`

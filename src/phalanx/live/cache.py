@@ -47,6 +47,12 @@ Rules (as kube-scheduler's cache, in the state's terms — see :mod:`phalanx.clu
   tried again at once. Only pending pods count: gates do not affect a bound pod.
 - Volcano PodGroups wait (``QueueMissing`` / ``QueueClosed``) while their ``spec.queue`` does
   not exist or is ``Closed``/``Closing`` — checked only while the Queue API is served.
+- Queue objects of every API — Volcano and KAI ``Queue``, Kueue ``ClusterQueue``,
+  ``LocalQueue`` and ``Cohort``, ``ElasticQuota`` — go into the state's queue book through
+  the simulator's readers (:mod:`phalanx.live.queue_objects`), changed in place on every
+  event; when the book changed, every parked gang is tried again (a limit may have been
+  raised). A malformed one is rejected like any other object: its queue is then undeclared
+  (no limits).
 - Kueue/KAI ``Topology`` and Volcano ``HyperNode`` objects (and the settings' levels, after
   them) become the state's topology (docs/topology.md), made again when one changes; a
   malformed one is skipped like any other object.
@@ -91,6 +97,7 @@ from phalanx.live.convert import (
     uid_of,
 )
 from phalanx.live.gang_events import DELETED, GROUP_ORDER, GangEvents
+from phalanx.live.queue_objects import QueueObjects
 from phalanx.live.resources import (
     DEFAULT_SCHEDULER_NAME,
     NODES,
@@ -99,6 +106,7 @@ from phalanx.live.resources import (
     PODGROUPS_SIGS,
     PODS,
     PRIORITY_CLASSES,
+    QUEUE_OBJECT_RESOURCES,
     TOPOLOGY_RESOURCES,
     VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
@@ -158,6 +166,8 @@ class ClusterCache(GangEvents):
         self.snapshot = Snapshot(self.state, self.pods)
         self.conversions = Conversions()
         self.rejections = Rejections()
+        #: the queue objects of every API (Volcano's too) and which of them the book holds
+        self.queue_objects = QueueObjects(self.conversions, self.rejections)
         self.started = False
         #: gang idents whose members or spec changed since the loop last drained them.
         self.touched: set[str] = set()
@@ -223,14 +233,16 @@ class ClusterCache(GangEvents):
         workloads: Iterable[Obj] = (),
         priority_classes: Iterable[Obj] = (),
         volcano_queues: Iterable[Obj] | None = None,
+        queue_objects: Mapping[Resource, Iterable[Obj]] | None = None,
         topologies: Iterable[Obj] = (),
         hypernodes: Iterable[Obj] = (),
         budgets: Iterable[Obj] = (),
         now: float,
     ) -> Snapshot:
         """Build the state once from the informers' first lists (``volcano_queues``: None when
-        the Queue API is not served; ``topologies``: Kueue/KAI Topology objects,
-        ``hypernodes``: Volcano HyperNodes; ``budgets``: PodDisruptionBudgets)."""
+        the Queue API is not served; ``queue_objects``: the other queue objects, by resource;
+        ``topologies``: Kueue/KAI Topology objects, ``hypernodes``: Volcano HyperNodes;
+        ``budgets``: PodDisruptionBudgets)."""
         for obj in priority_classes:
             self._classes[key_of(obj)] = obj
         self._reprioritise()
@@ -250,6 +262,9 @@ class ClusterCache(GangEvents):
         self._queues = None if volcano_queues is None else {key_of(q): q for q in volcano_queues}
         for queue in (self._queues or {}).values():
             self._queue_book("ADDED", queue)
+        for resource, objs in (queue_objects or {}).items():
+            for obj in objs:
+                self._queue_object(resource, "ADDED", obj)
         for budget in budgets:
             self._budget("ADDED", budget)
         for resource in GROUP_ORDER:
@@ -275,6 +290,7 @@ class ClusterCache(GangEvents):
         volcano_podgroups: Iterable[Obj] = (),
         workloads: Iterable[Obj] = (),
         volcano_queues: Iterable[Obj] | None = None,
+        queue_objects: Mapping[Resource, Iterable[Obj]] | None = None,
         topologies: Iterable[Obj] = (),
         hypernodes: Iterable[Obj] = (),
         groups: Mapping[Resource, Iterable[Obj]] | None = None,
@@ -286,7 +302,7 @@ class ClusterCache(GangEvents):
         resource). Conversions are still memoised."""
         memo = self.conversions
         self.__init__(self.scheduler_name, self.topology_levels)  # type: ignore[misc]
-        self.conversions = memo
+        self.conversions = self.queue_objects.conversions = memo
         known = {PODGROUPS: podgroups, PODGROUPS_SIGS: podgroups_sigs}
         return self.start(
             nodes=nodes,
@@ -295,6 +311,7 @@ class ClusterCache(GangEvents):
             workloads=workloads,
             priority_classes=priority_classes,
             volcano_queues=volcano_queues,
+            queue_objects=queue_objects,
             topologies=topologies,
             hypernodes=hypernodes,
             budgets=budgets,
@@ -320,6 +337,8 @@ class ClusterCache(GangEvents):
                 self._priority_class(kind, obj, now)
             elif resource is VOLCANO_QUEUES:
                 self._queue(kind, obj)
+            elif resource in QUEUE_OBJECT_RESOURCES:
+                self._queue_object(resource, kind, obj)
             elif resource in TOPOLOGY_RESOURCES:
                 self._topology(resource, kind, obj)
             elif resource is PDBS:

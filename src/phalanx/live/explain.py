@@ -37,6 +37,8 @@ from phalanx.live.resources import (
     PODGROUPS_SIGS,
     PODS,
     PRIORITY_CLASSES,
+    QUEUE_OBJECT_VERSIONS,
+    QUEUE_OBJECTS,
     TOPOLOGY_RESOURCES,
     VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
@@ -128,6 +130,11 @@ async def explain(
     if pod_groups is not None:
         more[pod_groups] = await _list(client, pod_groups)
     topologies = {r: await _list_served(client, r) or [] for r in TOPOLOGY_RESOURCES}
+    queue_objects = {r: await _list(client, r) for r in QUEUE_OBJECTS}
+    for family in QUEUE_OBJECT_VERSIONS:
+        served = await newest_served(client, family)
+        if served is not None:
+            queue_objects[served] = await _list(client, served)
     cache = ClusterCache(scheduler_name, topology=topology)
     snapshot = cache.build(
         nodes=nodes,
@@ -138,6 +145,7 @@ async def explain(
         workloads=workloads,
         priority_classes=classes,
         volcano_queues=await _list_served(client, VOLCANO_QUEUES),
+        queue_objects=queue_objects,
         budgets=await _list_served(client, PDBS) or [],
         topologies=[
             o for r, objs in topologies.items() if r is not VOLCANO_HYPERNODES for o in objs

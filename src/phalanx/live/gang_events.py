@@ -1,12 +1,13 @@
-"""Gang objects in the live cache: PodGroups, Workloads, PriorityClasses, Volcano Queues.
+"""Gang objects in the live cache: PodGroups, Workloads, PriorityClasses, queue objects.
 
 Design: :class:`GangEvents` is the half of :class:`~phalanx.live.cache.ClusterCache` that turns
 events about the objects gangs are made of into state changes (the rules are in the cache's
 module doc): a PodGroup's spec (``update_gang``, or ``remove_gang`` when it goes or turns
 invalid: its pods wait as orphans), a Workload's pod groups (its pods are placed again, its
 gangs made or removed), a PriorityClass (the pods and PodGroups are converted again — rare),
-a Volcano Queue (the holds of the groups of that API), a PodDisruptionBudget (the queue
-book's budgets). PodGroups of five APIs come here, each
+a Volcano Queue (the holds of the groups of that API) and every queue object (the queue book,
+:mod:`phalanx.live.queue_objects`), a PodDisruptionBudget (the queue book's budgets).
+PodGroups of five APIs come here, each
 read by its own converter (:func:`convert_group`); a Workload-API PodGroup with the ``basic``
 policy makes no gang: its pods are placed again, one by one. A gang's ``hold`` is its Volcano
 queue's verdict, else a scheduling gate of one of its pods (:meth:`GangEvents._hold`). It works
@@ -33,7 +34,7 @@ from phalanx.k8s import (
 )
 from phalanx.k8s.apis import kai
 from phalanx.k8s.objects import VOLCANO_GROUP
-from phalanx.k8s.queues import budget_from_dict, volcano_queue_from_dict
+from phalanx.k8s.queues import budget_from_dict
 from phalanx.k8s.workloads import BasicGroup, pod_group_from_dict
 from phalanx.live.convert import (
     Conversions,
@@ -44,12 +45,14 @@ from phalanx.live.convert import (
     spec_of,
     version_of,
 )
+from phalanx.live.queue_objects import QueueObjects
 from phalanx.live.resources import (
     KAI_PODGROUPS,
     POD_GROUP_VERSIONS,
     PODGROUPS,
     PODGROUPS_SIGS,
     VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
     Resource,
 )
 
@@ -76,6 +79,7 @@ class GangEvents:
     pods: dict[str, Obj]
     conversions: Conversions
     rejections: Rejections
+    queue_objects: QueueObjects
     touched: set[str]
     groups_touched: set[tuple[str, str]]
     fresh: set[str]
@@ -184,17 +188,13 @@ class GangEvents:
     def _queue_book(self, kind: str, obj: Obj) -> None:
         """The Volcano Queue into the state's queue book (weights, capability, guarantee...);
         a malformed one is rejected with a warning, and its gangs see it as undeclared."""
-        name = key_of(obj)
-        if kind == DELETED:
-            self.state.queues.remove_queue(name)
-            return
-        try:  # not memoised: its state lives in its status, which memo keys may not see
-            spec = volcano_queue_from_dict(obj)
-        except InputError as exc:
-            self.rejections.reject("Queue", obj, exc)
-            self.state.queues.remove_queue(name)
-            return
-        self.state.queues.add_queue(spec)
+        self._queue_object(VOLCANO_QUEUES, kind, obj)
+
+    def _queue_object(self, resource: Resource, kind: str, obj: Obj) -> None:
+        """A queue object of any API into the queue book (:mod:`phalanx.live.queue_objects`);
+        when the book changed (a limit raised, a binding moved) parked gangs are tried again."""
+        if self.queue_objects.apply(resource, kind, obj, self.state.queues):
+            self.state.room_changed()
 
     def _budget(self, kind: str, obj: Obj) -> None:
         """A PodDisruptionBudget into the queue book (preemption plans within it); a malformed

@@ -9,8 +9,9 @@ writes. Whatever the hints skip is still seen by the next periodic cycle (``peri
   may complete a gang. A bound pod that is added or changes without finishing frees nothing (a
   terminating pod keeps its resources until it is deleted) — most of these are our own binds
   coming back — and another scheduler's pending pod holds nothing.
-- Gang objects (PodGroups of every API, Workloads): a status-only update, i.e. the same
-  ``metadata.generation`` (e.g. our own status writes), cannot change a placement.
+- Gang objects (PodGroups of every API, Workloads) and the queue objects of every API but
+  Volcano's: a status-only update, i.e. the same ``metadata.generation`` (e.g. our own status
+  writes, or a queue controller's), cannot change a placement.
 - Nodes, Volcano Queues and PriorityClasses always wake: what matters about nodes and queues
   is in their status (allocatable, taints via spec, queue state), and they change rarely.
 """
@@ -49,8 +50,9 @@ class WakeHints:
 
     def __init__(self, scheduler_name: str) -> None:
         self.scheduler_name = scheduler_name
-        #: (API group, key) → metadata.generation last seen.
-        self._generations: dict[tuple[str, str], object] = {}
+        #: (API group, plural, key) → metadata.generation last seen (the plural: an
+        #: ElasticQuota and a PodGroup of one group may share a key).
+        self._generations: dict[tuple[str, str, str], object] = {}
 
     def wakes(self, resource: Resource, kind: str, obj: Obj) -> bool:
         if resource is PODS:
@@ -60,7 +62,7 @@ class WakeHints:
         return self._spec_changed(resource, kind, obj)
 
     def _spec_changed(self, resource: Resource, kind: str, obj: Obj) -> bool:
-        marker = (resource.group, object_key(obj))
+        marker = (resource.group, resource.plural, object_key(obj))
         if kind == "DELETED":
             self._generations.pop(marker, None)
             return True

@@ -5,8 +5,10 @@ every gang API
 (PodGroups of ``scheduling.x-k8s.io``, ``scheduling.sigs.k8s.io``, ``scheduling.volcano.sh``
 with Volcano's Queues, and ``scheduling.run.ai`` (KAI); the Workload API's Workloads and
 PodGroups of the newest version the server's discovery lists, looked up again every
-``recheck_missing`` seconds while one is not served). At start-up, once the informers have
-listed, :class:`~phalanx.live.cache.ClusterCache` builds the one
+``recheck_missing`` seconds while one is not served), and every queue API (KAI Queues,
+ElasticQuotas, Kueue's Cohorts, and its ClusterQueues and LocalQueues in the newest version
+served, discovered likewise). At start-up, once the informers have listed,
+:class:`~phalanx.live.cache.ClusterCache` builds the one
 :class:`~phalanx.cluster.state.ClusterState`; from then on every watch event changes it in
 place (never a rebuild). One cycle (:meth:`LiveScheduler.run_once`):
 
@@ -80,6 +82,9 @@ from phalanx.live.resources import (
     PODGROUPS_SIGS,
     PODS,
     PRIORITY_CLASSES,
+    QUEUE_OBJECT_RESOURCES,
+    QUEUE_OBJECT_VERSIONS,
+    QUEUE_OBJECTS,
     TOPOLOGY_RESOURCES,
     VOLCANO_HYPERNODES,
     VOLCANO_PODGROUPS,
@@ -163,6 +168,7 @@ class LiveScheduler:
             KAI_PODGROUPS,
             PRIORITY_CLASSES,
             PDBS,
+            *QUEUE_OBJECTS,
             *TOPOLOGY_RESOURCES,
         ):
             self._inform(resource)
@@ -288,13 +294,15 @@ class LiveScheduler:
 
     async def discover(self) -> bool:
         """Watch the newest Workload and PodGroup versions of the Workload API the server
-        serves (informers started at once once the state is built); True when both were
-        found, so there is nothing left to look for."""
+        serves, and the newest of Kueue's queue objects (informers started at once once the
+        state is built); True when all were found, so there is nothing left to look for."""
         try:
             found = [await newest_served(self.client, WORKLOAD_VERSIONS)]
             found.append(await newest_served(self.client, POD_GROUP_VERSIONS))
+            families = [f for f in QUEUE_OBJECT_VERSIONS if not self.informers.keys() & set(f)]
+            queues = [await newest_served(self.client, family) for family in families]
         except LiveError as exc:
-            logger.debug("discovery of the Workload API failed: %s", exc)
+            logger.debug("discovery of the Workload API or Kueue failed: %s", exc)
             return False
         workloads, pod_groups = found
         if workloads is not None and self.workloads is None:
@@ -302,13 +310,14 @@ class LiveScheduler:
         if pod_groups is not None and self.pod_groups is None:
             self.pod_groups = pod_groups
             self.group_resources[pod_groups.group] = pod_groups
-        for resource in (self.workloads, self.pod_groups):
+        for resource in (self.workloads, self.pod_groups, *queues):
             if resource is not None and resource not in self.informers:
                 logger.info("the server serves %s; watching it", resource)
                 informer = self._inform(resource)
                 if self.cache.started:
                     informer.start()
-        return self.workloads is not None and self.pod_groups is not None
+        queues_found = all(self.informers.keys() & set(f) for f in QUEUE_OBJECT_VERSIONS)
+        return self.workloads is not None and self.pod_groups is not None and queues_found
 
     async def _rediscover(self) -> None:
         """Look for the Workload API again until it is served (a version enabled later)."""
@@ -337,6 +346,9 @@ class LiveScheduler:
                 workloads=self.objects(self.workloads) if self.workloads else (),
                 priority_classes=self.objects(PRIORITY_CLASSES),
                 volcano_queues=None if queues.missing else self.objects(VOLCANO_QUEUES),
+                queue_objects={
+                    r: self.objects(r) for r in self.informers if r in QUEUE_OBJECT_RESOURCES
+                },
                 topologies=[*self.objects(KUEUE_TOPOLOGIES), *self.objects(KAI_TOPOLOGIES)],
                 hypernodes=self.objects(VOLCANO_HYPERNODES),
                 budgets=self.objects(PDBS),

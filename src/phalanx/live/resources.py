@@ -4,12 +4,14 @@ Design: a :class:`Resource` is the (group, version, plural) triple plus the fact
 without discovery: its kind, whether it is namespaced, whether it has a ``status`` subresource,
 and whether it is a custom resource (CRDs accept JSON merge patch but not strategic merge
 patch). The constants below are the fixed set phalanx uses; optional APIs (PodGroup CRDs of
-scheduler-plugins in both groups, Volcano's PodGroup and Queue, KAI's PodGroup) may be
-absent from a cluster — the informer finds out from a 404 on its first list. The Workload API
+scheduler-plugins in both groups, Volcano's PodGroup and Queue, KAI's PodGroup and Queue,
+ElasticQuotas) may be absent from a cluster — the informer finds out from a 404 on its first
+list. The Workload API
 (``scheduling.k8s.io``: Workloads, and standalone PodGroups from ``v1alpha2``) is served in
 different versions by different Kubernetes releases, so its versions are listed newest first
 (:data:`WORKLOAD_VERSIONS`, :data:`POD_GROUP_VERSIONS`) and the live scheduler watches the
-newest one the server's discovery lists (:mod:`phalanx.live.discovery`).
+newest one the server's discovery lists (:mod:`phalanx.live.discovery`); so are Kueue's
+ClusterQueues and LocalQueues (``v1beta2``, ``v1beta1``).
 """
 
 from __future__ import annotations
@@ -166,6 +168,39 @@ VOLCANO_HYPERNODES = Resource(
     "topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", namespaced=False, custom=True
 )
 TOPOLOGY_RESOURCES = (KUEUE_TOPOLOGIES, KAI_TOPOLOGIES, VOLCANO_HYPERNODES)
+
+
+def _queue_crd(group: str, version: str, plural: str, kind: str, namespaced: bool) -> Resource:
+    """A queue object's resource (a CRD with a status its own controller writes)."""
+    return Resource(group, version, plural, kind, namespaced, status_subresource=True, custom=True)
+
+
+#: Queue objects of a fixed version (any may be missing from a cluster): KAI's Queue, Kueue's
+#: Cohort and scheduler-plugins' ElasticQuota in both groups. See :mod:`phalanx.live.queue_objects`.
+KAI_QUEUES = _queue_crd("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False)
+ELASTIC_QUOTAS = _queue_crd(
+    "scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True
+)
+ELASTIC_QUOTAS_SIGS = _queue_crd(
+    "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True
+)
+#: Kueue's Cohort (a parent queue with quotas of its own), alpha: the version the simulator reads.
+KUEUE_COHORTS = _queue_crd("kueue.x-k8s.io", "v1alpha1", "cohorts", "Cohort", namespaced=False)
+QUEUE_OBJECTS = (KAI_QUEUES, KUEUE_COHORTS, ELASTIC_QUOTAS, ELASTIC_QUOTAS_SIGS)
+#: Kueue's ClusterQueues and LocalQueues, newest version first: the newest served is watched.
+CLUSTER_QUEUE_VERSIONS = tuple(
+    _queue_crd("kueue.x-k8s.io", v, "clusterqueues", "ClusterQueue", namespaced=False)
+    for v in ("v1beta2", "v1beta1")
+)
+LOCAL_QUEUE_VERSIONS = tuple(
+    _queue_crd("kueue.x-k8s.io", v, "localqueues", "LocalQueue", namespaced=True)
+    for v in ("v1beta2", "v1beta1")
+)
+#: The queue objects of versioned APIs, one family each (discovery picks the version).
+QUEUE_OBJECT_VERSIONS = (CLUSTER_QUEUE_VERSIONS, LOCAL_QUEUE_VERSIONS)
+#: Every queue-object resource the live scheduler may watch but Volcano's Queue (whose API
+#: also decides the holds of Volcano's PodGroups).
+QUEUE_OBJECT_RESOURCES = frozenset((*QUEUE_OBJECTS, *CLUSTER_QUEUE_VERSIONS, *LOCAL_QUEUE_VERSIONS))
 
 #: The gang APIs of a fixed version (any may be missing from a cluster); KAI's PodGroup and
 #: the Workload API's versions are listed beside them.

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from phalanx.live.client import KubeClient, Obj
 from phalanx.live.resources import (
+    CLUSTER_QUEUE_VERSIONS,
+    ELASTIC_QUOTAS,
+    ELASTIC_QUOTAS_SIGS,
     KAI_PODGROUPS,
+    KAI_QUEUES,
+    KUEUE_COHORTS,
+    LOCAL_QUEUE_VERSIONS,
     NODES,
     POD_GROUP_VERSIONS,
     PODGROUPS,
@@ -39,18 +45,18 @@ OPTIONAL: tuple[tuple[Resource, ...], ...] = (
     (VOLCANO_PODGROUPS,),
     (VOLCANO_QUEUES,),
     (KAI_PODGROUPS,),
-    (_crd("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),),
+    (KAI_QUEUES,),
     WORKLOAD_VERSIONS,
     POD_GROUP_VERSIONS,
-    *(
-        tuple(_crd("kueue.x-k8s.io", v, plural, kind, namespaced) for v in ("v1beta2", "v1beta1"))
-        for plural, kind, namespaced in (
-            ("resourceflavors", "ResourceFlavor", False),
-            ("clusterqueues", "ClusterQueue", False),
-            ("localqueues", "LocalQueue", True),
-        )
+    tuple(
+        _crd("kueue.x-k8s.io", v, "resourceflavors", "ResourceFlavor", namespaced=False)
+        for v in ("v1beta2", "v1beta1")
     ),
-    (_crd("scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota"),),
+    CLUSTER_QUEUE_VERSIONS,
+    LOCAL_QUEUE_VERSIONS,
+    (KUEUE_COHORTS,),
+    (ELASTIC_QUOTAS,),
+    (ELASTIC_QUOTAS_SIGS,),
 )
 
 

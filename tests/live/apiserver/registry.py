@@ -12,6 +12,7 @@ a wrong path or scope in the client must fail against it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,6 +263,34 @@ WORKLOADS_V1BETA1 = _workload_api("v1beta1", "workloads", "Workload")
 PODGROUPS_V1BETA1 = _workload_api("v1beta1", "podgroups", "PodGroup")
 WORKLOAD_API_V1ALPHA2 = (WORKLOADS_V1ALPHA2, PODGROUPS_V1ALPHA2)
 WORKLOAD_API_V1BETA1 = (WORKLOADS_V1BETA1, PODGROUPS_V1BETA1)
+
+
+def _queue_crd(group: str, version: str, plural: str, kind: str, namespaced: bool) -> ResourceInfo:
+    """A queue object's CRD (its status is its own controller's)."""
+    return ResourceInfo(group, version, plural, kind, namespaced, ("status",), custom=True)
+
+
+#: KAI-Scheduler's Queue and scheduler-plugins' ElasticQuota (in both groups).
+KAI_QUEUES = _queue_crd("scheduling.run.ai", "v2", "queues", "Queue", False)
+ELASTIC_QUOTAS = _queue_crd(
+    "scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True
+)
+ELASTIC_QUOTAS_SIGS = _queue_crd(
+    "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True
+)
+#: Kueue's ClusterQueue and LocalQueue by version (each version its own store here).
+KUEUE_V1BETA1 = tuple(
+    _queue_crd("kueue.x-k8s.io", "v1beta1", plural, kind, namespaced)
+    for plural, kind, namespaced in (
+        ("clusterqueues", "ClusterQueue", False),
+        ("localqueues", "LocalQueue", True),
+    )
+)
+KUEUE_V1BETA2 = tuple(dataclasses.replace(info, version="v1beta2") for info in KUEUE_V1BETA1)
+KUEUE_COHORTS = _queue_crd("kueue.x-k8s.io", "v1alpha1", "cohorts", "Cohort", False)
+#: The queue CRDs of KAI, Kueue (v1beta1, Cohorts v1alpha1) and scheduler-plugins, with KAI's
+#: PodGroup.
+QUEUE_CRDS = (KAI_PODGROUPS, KAI_QUEUES, *KUEUE_V1BETA1, KUEUE_COHORTS, ELASTIC_QUOTAS)
 
 ALL_CRDS: tuple[ResourceInfo, ...] = (
     PODGROUPS_X,
