@@ -55,7 +55,7 @@ def remove_object(sim: Simulation, spec: object) -> None:
     if isinstance(spec, QueueSpec):
         book.remove_queue(spec.name)
     elif isinstance(spec, QueueBindingSpec):
-        book.bindings.pop((spec.namespace, spec.name), None)
+        book.remove_binding(spec)
     elif isinstance(spec, BudgetSpec):
         book.budgets.pop(f"{spec.namespace}/{spec.name}", None)
 

@@ -231,3 +231,19 @@ def test_a_suspended_job_without_a_queue_manager_makes_no_pods_and_is_listed() -
     assert result.suspended == ["team-a/paused"]
     assert [g.name for g in result.gangs] == ["admitted"]
     assert result.to_json()["suspended_jobs"] == ["team-a/paused"]
+
+
+def test_a_deleted_local_queue_stops_holding_its_gangs_at_once() -> None:
+    """The LocalQueue is deleted at 30m: its Jobs name a queue of their own again, which
+    caps nothing, so ``second`` starts then, not when ``first`` ends (the deletion did not
+    count as a change of the queues, so a gang kept its ClusterQueue until something else
+    changed)."""
+    queues = QUEUES.replace(
+        "metadata: {namespace: team-a, name: user-queue}",
+        "metadata: {namespace: team-a, name: user-queue, "
+        "annotations: {phalanx.dev/delete-after: 30m}}",
+    )
+    text = "\n---\n".join([NODES, queues, kueue_job("first", 2), kueue_job("second", 2)])
+    result = simulate(load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)), SimOptions())
+    starts = {g.name: g.start for g in result.gangs}
+    assert starts == {"first": 0.0, "second": 1800.0}
