@@ -422,3 +422,25 @@ async def test_explain_names_the_cluster_queue_that_holds_a_gang() -> None:
         (report,) = await explain(client, now=1.0)
     assert (report.name, report.reason) == ("big", "QueueCapability")
     assert "queue 'gpus' has a capability of 4000 nvidia.com/gpu" in report.message
+
+
+async def test_a_pod_labelled_for_a_queue_that_does_not_exist_waits_until_it_appears() -> None:
+    """A typo in the KAI queue label: the pod waits (``QueueMissing``) while other queues are
+    declared, as KAI leaves it pending, and binds once a queue of that name is created."""
+    async with connected(CRDS) as (server, client):
+        await cluster(server)
+        server.put(KAI, "queues", kai_queue("team", 8))
+        (obj, _) = gang_pods("typo", {"kai.scheduler/queue": "tema"}, {})
+        obj["spec"]["containers"][0]["resources"] = {"limits": {GPU: "8"}}
+        server.put("v1", "pods", obj)
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await settle(scheduler, 1)
+            await scheduler.run_once(1.0)
+            await scheduler.run_once(2.0)
+            assert bound_gangs(server) == {}
+            server.put(KAI, "queues", kai_queue("tema", 8))
+            book = scheduler.cache.state.queues
+            await eventually(lambda: "tema" in book.specs, what="queue tema")
+            await scheduler.run_once(3.0)
+            await scheduler.run_once(4.0)
+        assert sorted(bound_gangs(server).values()) == [1]

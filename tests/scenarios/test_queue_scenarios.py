@@ -301,6 +301,21 @@ def test_a_gang_waiting_for_its_capped_queue_expects_to_start_when_the_queue_has
     assert bound_at(events, "default/c") == [5400.0]
 
 
+@pytest.mark.parametrize("policy", ["phalanx", "volcano"])
+def test_a_gang_of_a_queue_that_does_not_exist_waits_until_it_is_declared(policy: str) -> None:
+    """Queues are declared and ``late`` names one that is not (yet): it waits, as Volcano
+    leaves a PodGroup of a missing queue pending, and starts when the Queue appears at 30m.
+    Without any queue object a name is a queue of its own (``lone`` runs at once)."""
+    later = queue("late")
+    later["metadata"]["annotations"] = {"phalanx.dev/submit-after": "30m"}
+    objects = [node("n0", 8), queue("team"), later, *gang("g", 1, 8, q="late")]
+    result, _ = run(objects, policy=policy)
+    (g,) = result.gangs
+    assert g.start == 1800.0
+    result, _ = run([node("n0", 8), *gang("lone", 1, 8, q="nowhere")], policy=policy)
+    assert [g.start for g in result.gangs] == [0.0]
+
+
 def test_two_gangs_reserved_in_one_capped_queue_are_not_promised_the_same_room() -> None:
     """``a`` holds the 16 GPUs of a queue capped at 16 until 4h; ``b`` and ``c`` wait for it
     (every gang reserved: conservative). ``b`` is reserved 4h on ``a``'s nodes; ``c`` can have

@@ -118,6 +118,14 @@ class QueueBook:
         self.declared = True
         self.generation += 1
 
+    def missing(self, name: str) -> bool:
+        """Does a gang resolved to queue ``name`` name a queue that does not exist? Only
+        while queue objects are declared (none at all: every name is a queue of its own), and
+        never ``default`` (Volcano's, which always exists)."""
+        return (
+            name != DEFAULT_QUEUE and name not in self.specs and bool(self.specs or self.bindings)
+        )
+
     def remove_binding(self, spec: QueueBindingSpec) -> None:
         """The binding ``spec`` is gone (a LocalQueue deleted): its gangs name a queue again."""
         if self.bindings.get((spec.namespace, spec.name)) == spec.queue:

@@ -8,7 +8,10 @@ and its own) / deserved``, so sorting by it interleaves queues from the furthest
 deserved share upwards (start-time fair queueing over the cycle), queue priority breaking ties.
 A gang holding room from a preemption goes first.
 
-Validity (``unit_valid``): a gang whose queue is closed waits (``QueueClosed``); a gang whose
+Validity (``unit_valid``): a gang whose queue is closed waits (``QueueClosed``); so does one
+whose queue does not exist while other queues are declared (``QueueMissing``: a typo in a
+Kueue ``queue-name`` label or a PodGroup's ``queue``; Volcano, KAI and Kueue all leave such a
+job pending rather than run it without limits), until a queue object changes; a gang whose
 pending members would take its queue or any ancestor past ``capability`` waits
 (``QueueCapability``) — counting what this cycle already committed. An elastic gang is
 judged on its minimum and places no more pods than keep its queues within capability
@@ -175,6 +178,8 @@ class Queues:
         spec = book.specs.get(queue)
         if spec is not None and not spec.open:
             return ("QueueClosed", f"queue {queue!r} is closed")
+        if spec is None and book.missing(queue):
+            return ("QueueMissing", _missing(queue, gang.namespace))
         return self.over_capability(queue, unit.pods)
 
     def unit_limit(self, unit: Unit) -> int | None:
@@ -216,8 +221,11 @@ class Queues:
     def out_of_reach(self, unit: Unit) -> str | None:
         """Does the unit need more than its queue's (or an ancestor's) capability, even with
         nothing else of it running? (Kueue calls such a workload inadmissible.)"""
+        queue = self.book.queue_of(unit.gang)
+        if self.book.missing(queue):
+            return f"its queue {queue!r} does not exist"
         need: np.ndarray | None = None
-        for name, cap, _ in self._capped(self.book.queue_of(unit.gang)):
+        for name, cap, _ in self._capped(queue):
             if need is None:
                 need = _asks(unit.pods, cap.size).sum(axis=0)
             if (need > cap).any():
@@ -306,6 +314,13 @@ class Quota(Queues):
 
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         return self.over_capability(self.book.queue_of(unit.gang), unit.pods)
+
+
+def _missing(queue: str, namespace: str) -> str:
+    return (
+        f"queue {queue!r} does not exist: no Queue or ClusterQueue of that name, nor a "
+        f"LocalQueue {namespace}/{queue} (Volcano, KAI and Kueue leave such a job pending)"
+    )
 
 
 def _asks(pods: list[PodInfo], width: int) -> np.ndarray:

@@ -233,11 +233,11 @@ def test_a_suspended_job_without_a_queue_manager_makes_no_pods_and_is_listed() -
     assert result.to_json()["suspended_jobs"] == ["team-a/paused"]
 
 
-def test_a_deleted_local_queue_stops_holding_its_gangs_at_once() -> None:
-    """The LocalQueue is deleted at 30m: its Jobs name a queue of their own again, which
-    caps nothing, so ``second`` starts then, not when ``first`` ends (the deletion did not
-    count as a change of the queues, so a gang kept its ClusterQueue until something else
-    changed)."""
+def test_a_deleted_local_queue_leaves_its_pending_jobs_inadmissible_at_once() -> None:
+    """The LocalQueue is deleted at 30m: ``first`` runs on, ``second`` (pending) names a queue
+    that no longer exists and waits, as Kueue leaves it inadmissible. The deletion did not
+    count as a change of the queues, so ``second`` kept its ClusterQueue and started when
+    ``first`` ended."""
     queues = QUEUES.replace(
         "metadata: {namespace: team-a, name: user-queue}",
         "metadata: {namespace: team-a, name: user-queue, "
@@ -245,5 +245,20 @@ def test_a_deleted_local_queue_stops_holding_its_gangs_at_once() -> None:
     )
     text = "\n---\n".join([NODES, queues, kueue_job("first", 2), kueue_job("second", 2)])
     result = simulate(load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)), SimOptions())
-    starts = {g.name: g.start for g in result.gangs}
-    assert starts == {"first": 0.0, "second": 1800.0}
+    runs = {g.name: (g.start, g.reason.split(":")[0]) for g in result.gangs}
+    assert runs == {"first": (0.0, ""), "second": (None, "queue 'user-queue' does not exist")}
+
+
+def test_a_job_naming_a_local_queue_that_does_not_exist_waits_and_says_so() -> None:
+    """A typo in ``kueue.x-k8s.io/queue-name``: Kueue leaves the Job inadmissible; it used to
+    run here in a queue of its own, with no quota."""
+    typo = kueue_job("typo", 1).replace("queue-name: user-queue", "queue-name: user-queu")
+    text = "\n---\n".join([NODES, QUEUES, typo, kueue_job("good", 1)])
+    result = simulate(load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)), SimOptions())
+    runs = {g.name: (g.start, g.reason) for g in result.gangs}
+    assert runs["good"] == (0.0, "")
+    assert runs["typo"][0] is None
+    assert runs["typo"][1].startswith(
+        "queue 'user-queu' does not exist: no Queue or ClusterQueue of that name, nor a "
+        "LocalQueue team-a/user-queu"
+    )
