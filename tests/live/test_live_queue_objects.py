@@ -114,6 +114,13 @@ def gang_pods(
     ]
 
 
+def lone_pod(server: FakeApiServer, name: str, labels: dict[str, str]) -> None:
+    """An 8-GPU pod of no gang (a gang of one) with ``labels``."""
+    (obj, _) = gang_pods(name, labels, {})
+    obj["spec"]["containers"][0]["resources"] = {"limits": {GPU: "8"}}
+    server.put("v1", "pods", obj)
+
+
 def kai_gang(server: FakeApiServer, name: str, queue: str) -> None:
     """A KAI PodGroup in ``queue`` and its pods (annotated, and labelled as KAI's podgrouper
     labels them)."""
@@ -245,9 +252,7 @@ async def test_lone_pods_labelled_for_a_queue_are_held_by_it(label: str, queue: 
         server.put(KUEUE, "clusterqueues", cluster_queue("gpus", 8))
         server.put(KUEUE, "localqueues", local_queue("lq", "gpus"))
         for name in ("first", "second"):
-            (obj, _) = gang_pods(name, {label: queue}, {})
-            obj["spec"]["containers"][0]["resources"] = {"limits": {GPU: "8"}}
-            server.put("v1", "pods", obj)
+            lone_pod(server, name, {label: queue})
         async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
             await settle(scheduler, 2)
             await scheduler.run_once(1.0)
@@ -430,9 +435,7 @@ async def test_a_pod_labelled_for_a_queue_that_does_not_exist_waits_until_it_app
     async with connected(CRDS) as (server, client):
         await cluster(server)
         server.put(KAI, "queues", kai_queue("team", 8))
-        (obj, _) = gang_pods("typo", {"kai.scheduler/queue": "tema"}, {})
-        obj["spec"]["containers"][0]["resources"] = {"limits": {GPU: "8"}}
-        server.put("v1", "pods", obj)
+        lone_pod(server, "typo", {"kai.scheduler/queue": "tema"})
         async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
             await settle(scheduler, 1)
             await scheduler.run_once(1.0)

@@ -313,7 +313,10 @@ class Quota(Queues):
         return ()
 
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
-        return self.over_capability(self.book.queue_of(unit.gang), unit.pods)
+        queue = self.book.queue_of(unit.gang)
+        if self.book.missing(queue):
+            return ("QueueMissing", _missing(queue, unit.gang.namespace))
+        return self.over_capability(queue, unit.pods)
 
 
 def _missing(queue: str, namespace: str) -> str:

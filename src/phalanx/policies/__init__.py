@@ -29,7 +29,10 @@ policy documents the source semantics it follows and lists its actions in order.
   Inqueue), as with Volcano PodGroups that set no ``minResources``.
 - ``fifo-reserve``: the strict baseline Slurm users know without backfill — gangs in priority
   then FIFO order, the first that cannot start gets a reservation (the earliest time it fits
-  on the running gangs' estimated ends) and nothing behind it starts before it does.
+  on the running gangs' estimated ends) and nothing behind it starts before it does. It has
+  no queues: capabilities are not enforced (Slurm without QOS limits), so on capped queues it
+  runs gangs the queue-aware policies hold (a baseline for the reservation trade-off, not for
+  quotas).
 - ``kueue``: a quota-only admission baseline in the manner of Kueue — a pod is admitted while
   its queue stays within ``capability`` (nominal quota plus borrowing limit), then placed on
   its own as ``kube-default`` does; no fair-share order and no preemption.
