@@ -40,6 +40,7 @@ GANGS = [
     ("jobset.yaml", "pretrain-pg", 3, "default"),
     ("lws.yaml", "vllm-0", 3, "default"),
     ("deployment-kueue.yaml", "ray", 3, "team-a"),
+    ("trainjob.yaml", "llama-ft", 3, "default"),
 ]
 
 

@@ -2,7 +2,8 @@
 
 A converter returns an :mod:`phalanx.api` spec, or a Workload API object (a
 :class:`~phalanx.k8s.workloads.WorkloadSpec` or a ``basic``
-:class:`~phalanx.k8s.workloads.BasicGroup`) that the loader resolves against the pods.
+:class:`~phalanx.k8s.workloads.BasicGroup`) that the loader resolves against the pods, or a
+Kubeflow training runtime (a blueprint the loader gives the TrainJobs that name it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from phalanx.k8s.kinds.apps import apps_from_dict
 from phalanx.k8s.kinds.jobset import jobset_from_dict
 from phalanx.k8s.kinds.kubeflow import kubeflow_job_from_dict
 from phalanx.k8s.kinds.lws import lws_from_dict
+from phalanx.k8s.kinds.trainer import trainjob_from_dict
+from phalanx.k8s.kinds.trainer_runtime import (
+    CLUSTER_KIND,
+    NAMESPACED_KIND,
+    VERSION,
+    TrainingRuntime,
+    runtime_from_dict,
+)
 from phalanx.k8s.kinds.volcano import volcano_job_from_dict
 from phalanx.k8s.objects import (
     gang_from_dict,
@@ -45,7 +54,7 @@ from phalanx.k8s.workloads import (
     workload_from_dict,
 )
 
-Converted = Spec | WorkloadSpec | BasicGroup
+Converted = Spec | WorkloadSpec | BasicGroup | TrainingRuntime
 Converter = Callable[[Mapping[str, Any], PriorityTable], Converted]
 
 
@@ -81,6 +90,10 @@ KINDS: dict[tuple[str, str], Kind] = {
     ("kubeflow.org/v2beta1", "MPIJob"): Kind(True, partial(kubeflow_job_from_dict, "MPIJob")),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Kind(True, jobset_from_dict),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): Kind(True, lws_from_dict),
+    # the loader gives a TrainJob the runtimes of its input (alone, it has none)
+    (VERSION, "TrainJob"): Kind(True, lambda obj, table: trainjob_from_dict(obj, table, {})),
+    (VERSION, CLUSTER_KIND): Kind(False, partial(runtime_from_dict, CLUSTER_KIND)),
+    (VERSION, NAMESPACED_KIND): Kind(True, partial(runtime_from_dict, NAMESPACED_KIND)),
     **{
         key: Kind(namespaced, _plain(read))
         for key, (namespaced, read) in queues.QUEUE_KINDS.items()

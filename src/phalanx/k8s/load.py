@@ -6,13 +6,15 @@ expanded, empty documents skipped), so a pod may precede the PriorityClass or Po
 1. identify every object — supported ``(apiVersion, kind)``, a name (``generateName`` is
    completed deterministically from the seed), no duplicate ``(API group, kind, namespace,
    name)``; finished pods (``status.phase`` Succeeded or Failed) of a snapshot are dropped;
-2. convert PriorityClasses into the :class:`PriorityTable` (at most one globalDefault);
+2. convert PriorityClasses into the :class:`PriorityTable` (at most one globalDefault), then
+   Kubeflow training runtimes (a TrainJob may precede the runtime it names);
 3. convert everything else, in order, with its timing annotations;
 4. resolve the Workload API (``workloadRef`` → the gang of its pod group, ``basic`` groups →
    no gang), drop controllers whose pods are already in the input (a snapshot: something names
    them in ``ownerReferences``; a dropped Job or controller that runs to an end still tells its
-   pods what it says of them, :func:`~phalanx.k8s.objects.adopted_by`), and check that every
-   gang a pod names exists.
+   pods what it says of them, :func:`~phalanx.k8s.objects.adopted_by`; a TrainJob is dropped
+   when something names it, its JobSet or one of its Jobs), and check that every gang a pod
+   names exists.
 
 Bad objects are collected: the run stops with an :class:`InputErrors` of all of them (one
 line each, located by file, object and field). Items keep document order and carry the file
@@ -31,6 +33,9 @@ from phalanx.api.errors import InputError, InputErrors
 from phalanx.api.specs import ControllerSpec, JobSpec, PodSpec
 from phalanx.api.workload import Timing, Workload
 from phalanx.k8s.fields import Obj, as_list, child, describe, get_str
+from phalanx.k8s.kinds import trainer
+from phalanx.k8s.kinds.trainer_runtime import API as TRAINER_API
+from phalanx.k8s.kinds.trainer_runtime import CLUSTER_KIND, NAMESPACED_KIND, TrainingRuntime
 from phalanx.k8s.kindtable import CLUSTER_SCOPED, KINDS, NAMESPACED, Converted, Kind
 from phalanx.k8s.meta import (
     annotations_of,
@@ -246,20 +251,31 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             converted[i] = priority_class
     owners = _owners(parsed)
     broken: set[tuple[str, str, str]] = set()
+    runtimes = _runtimes(parsed, table, converted, loader.errors, broken)
     kept: list[tuple[Doc, Converted, Timing]] = []
     #: (namespace, "Kind/NAME") → a dropped owner (a Job, or a controller that runs to an end)
     made: dict[tuple[str, str], JobSpec | ControllerSpec] = {}
     for i, doc in enumerate(parsed):
+        if (doc.key[0], doc.key[2], doc.key[3]) in broken and doc.key[1] in _RUNTIME_KINDS:
+            continue  # a runtime with an error, reported
         try:
             with describing(doc.label):  # every kind's label and annotation keys and values
                 labels_of(doc.obj)
                 annotations_of(doc.obj)
-            spec = converted[i] if i in converted else doc.kind.convert(doc.obj, table)
+            if i in converted:
+                spec = converted[i]
+            elif doc.key[:2] == (TRAINER_API, trainer.KIND):
+                spec = trainer.trainjob_from_dict(doc.obj, table, runtimes)
+            else:
+                spec = doc.kind.convert(doc.obj, table)
             timing = _timing(doc)
         except InputError as exc:
             loader.errors.append(exc.located(source=doc.source, obj=doc.label))
             broken.add((doc.key[0], doc.key[2], doc.key[3]))  # its members are not reported
             continue
+        if isinstance(spec, ControllerSpec) and _trainjob_runs(spec, owners):
+            made.update({(spec.namespace, o): j for o, j in trainer.snapshot_jobs(spec).items()})
+            continue  # a snapshot: its Jobs' pods are in the input
         if doc.key in owners and isinstance(spec, ControllerSpec | JobSpec):
             if isinstance(spec, JobSpec):
                 made[spec.namespace, f"Job/{spec.name}"] = spec
@@ -272,6 +288,40 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
     if loader.errors:
         raise InputErrors(loader.errors) if len(loader.errors) > 1 else loader.errors[0]
     return Workload(items=items)
+
+
+_RUNTIME_KINDS = (CLUSTER_KIND, NAMESPACED_KIND)
+
+
+def _runtimes(
+    parsed: Sequence[Doc],
+    table: PriorityTable,
+    converted: dict[int, Converted],
+    errors: list[InputError],
+    broken: set[tuple[str, str, str]],
+) -> dict[tuple[str, str, str], TrainingRuntime | None]:
+    """Every Kubeflow training runtime of the input by (kind, namespace, name): converted (into
+    ``converted``), or None when it has an error (reported; its key added to ``broken``)."""
+    runtimes: dict[tuple[str, str, str], TrainingRuntime | None] = {}
+    for i, doc in enumerate(parsed):
+        group, kind, namespace, name = doc.key
+        if group != TRAINER_API or kind not in _RUNTIME_KINDS:
+            continue
+        try:
+            runtime = doc.kind.convert(doc.obj, table)
+        except InputError as exc:
+            errors.append(exc.located(source=doc.source, obj=doc.label))
+            broken.add((group, namespace, name))
+            runtimes[kind, namespace, name] = None
+            continue
+        assert isinstance(runtime, TrainingRuntime)
+        converted[i] = runtimes[runtime.key] = runtime
+    return runtimes
+
+
+def _trainjob_runs(spec: ControllerSpec, owners: set[tuple[str, str, str, str]]) -> bool:
+    """Is ``spec`` a TrainJob that a snapshot object names, or names its JobSet or a Job?"""
+    return spec.kind == trainer.KIND and bool(trainer.made_by(spec) & owners)
 
 
 def _adopted(

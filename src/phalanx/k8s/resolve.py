@@ -18,6 +18,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.specs import ControllerSpec, GangRef, GangSpec, JobSpec, PodSpec
 from phalanx.api.workload import Item, Timing
 from phalanx.k8s.fields import Obj
+from phalanx.k8s.kinds.trainer_runtime import TrainingRuntime
 from phalanx.k8s.kindtable import Converted, Kind
 from phalanx.k8s.pods import gang_field
 from phalanx.k8s.workloads import WORKLOAD_GROUP, BasicGroup, WorkloadSpec, template_ref
@@ -63,7 +64,7 @@ class Resolver:
             if isinstance(spec, WorkloadSpec):
                 for gang in self.made.get(spec.key, {}).values():
                     items.append(Item(spec=gang, timing=timing, source=doc.source))
-            elif not isinstance(spec, BasicGroup):
+            elif not isinstance(spec, BasicGroup | TrainingRuntime):  # no item of their own
                 items.append(Item(spec=spec, timing=timing, source=doc.source))
         self._check(resolved, items)
         return items

@@ -182,6 +182,7 @@ class Simulation:
         if isinstance(spec, GangSpec):
             self._add_gang(spec)
         elif isinstance(spec, ControllerSpec):
+            self.suspended.extend(f"{j.namespace}/{j.name}" for j in spec.jobs if j.suspended)
             self.owners.add(spec)
         elif isinstance(spec, PodSpec):
             refusal = self._create_pod(spec)

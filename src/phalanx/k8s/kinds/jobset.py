@@ -70,15 +70,15 @@ def jobset_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> Contr
                 except InputError as exc:
                     raise exc.located(field=child(path, "template")) from None
         if kueue.QUEUE_NAME in labels_of(top):
-            return ControllerSpec(KIND, namespace, name, jobs=_admitted_whole(jobs, name, top))
+            return ControllerSpec(KIND, namespace, name, jobs=admitted_whole(jobs, name, top))
         return ControllerSpec(KIND, namespace, name, jobs=tuple(job for _, job in jobs))
 
 
-def _admitted_whole(
-    jobs: list[tuple[str, JobSpec]], name: str, top: Mapping[str, Any]
+def admitted_whole(
+    jobs: list[tuple[str, JobSpec]], name: str, top: Mapping[str, Any], kind: str = KIND
 ) -> tuple[JobSpec, ...]:
-    """The JobSet's Jobs with their pods in the one gang Kueue admits (see the module's
-    docstring): each replicated job a role of all its pods."""
+    """The JobSet's (or a TrainJob's) Jobs with their pods in the one gang Kueue admits (see
+    the module's docstring): each replicated job a role of all its pods."""
     roles: dict[str, int] = {}
     for rj, job in jobs:
         roles[rj] = roles.get(rj, 0) + job.at_once
@@ -91,7 +91,7 @@ def _admitted_whole(
             count=sum(roles.values()),
             roles=roles,
             role=rj,
-            kind=KIND,
+            kind=kind,
         )
         out.append(dataclasses.replace(job, template=member))
     return tuple(out)
