@@ -8,14 +8,12 @@ with a dataset initializer, MPI with the launcher as a node), a Kueue ClusterQue
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from phalanx.cli.main import main
+from peer_cli import gang, run
 
 HERE = Path(__file__).resolve().parent.parent / "workloads" / "trainer"
 NODES = HERE / "gpu-nodes.yaml"
@@ -51,13 +49,6 @@ spec:
 """
 
 
-def run(args: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
-    return code, out.getvalue() + err.getvalue()
-
-
 def simulate(
     tmp_path: Path, *docs: str, files: tuple[Path, ...] = (), policy: str = "phalanx"
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -69,10 +60,6 @@ def simulate(
     assert code == 0, out
     lines = events.read_text().splitlines()
     return json.loads(out), [json.loads(line) for line in lines]
-
-
-def gang(result: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(g for g in result["gangs"] if g["name"] == name)
 
 
 def binds(events: list[dict[str, Any]]) -> Counter[str]:

@@ -41,6 +41,7 @@ GANGS = [
     ("lws.yaml", "vllm-0", 3, "default"),
     ("deployment-kueue.yaml", "ray", 3, "team-a"),
     ("trainjob.yaml", "llama-ft", 3, "default"),
+    ("raycluster.yaml", "tune", 4, "default"),
 ]
 
 

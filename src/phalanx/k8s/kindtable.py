@@ -20,6 +20,7 @@ from phalanx.k8s.kinds.apps import apps_from_dict
 from phalanx.k8s.kinds.jobset import jobset_from_dict
 from phalanx.k8s.kinds.kubeflow import kubeflow_job_from_dict
 from phalanx.k8s.kinds.lws import lws_from_dict
+from phalanx.k8s.kinds.ray import raycluster_from_dict, rayjob_from_dict
 from phalanx.k8s.kinds.trainer import trainjob_from_dict
 from phalanx.k8s.kinds.trainer_runtime import (
     CLUSTER_KIND,
@@ -90,6 +91,8 @@ KINDS: dict[tuple[str, str], Kind] = {
     ("kubeflow.org/v2beta1", "MPIJob"): Kind(True, partial(kubeflow_job_from_dict, "MPIJob")),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Kind(True, jobset_from_dict),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): Kind(True, lws_from_dict),
+    ("ray.io/v1", "RayCluster"): Kind(True, raycluster_from_dict),
+    ("ray.io/v1", "RayJob"): Kind(True, rayjob_from_dict),
     # the loader gives a TrainJob the runtimes of its input (alone, it has none)
     (VERSION, "TrainJob"): Kind(True, lambda obj, table: trainjob_from_dict(obj, table, {})),
     (VERSION, CLUSTER_KIND): Kind(False, partial(runtime_from_dict, CLUSTER_KIND)),

@@ -9,9 +9,9 @@ from phalanx.api.errors import InputError
 from phalanx.api.specs import Deadline, GangRef, GangSpec, PodSpec, RuntimeHints
 from phalanx.k8s.fields import Obj, child, fail, get_mapping
 from phalanx.k8s.meta import annotations_of, labels_of
-from phalanx.k8s.pods import convert_pod
+from phalanx.k8s.pods import convert_pod, with_duration
 from phalanx.k8s.priority import PriorityTable
-from phalanx.k8s.runtime import deadline_of, runtime_hints
+from phalanx.k8s.runtime import deadline_of, merged, runtime_hints
 
 
 def template_pod(
@@ -60,3 +60,9 @@ def controller_hints(
     controller object carries, for the gang it makes (its pods' own hints come after)."""
     annotations = annotations_of(top)
     return runtime_hints(annotations, labels_of(top), spec, path), deadline_of(annotations)
+
+
+def owner_timed(pod: PodSpec, duration: float | None, hints: RuntimeHints) -> PodSpec:
+    """``pod`` with its owner's duration and runtime hints where it says nothing itself."""
+    pod = with_duration(pod, pod.duration or duration)
+    return dataclasses.replace(pod, runtime_hints=merged(pod.runtime_hints, hints))

@@ -56,7 +56,7 @@ from phalanx.k8s.fields import (
     get_str,
     get_string_map,
 )
-from phalanx.k8s.kinds.common import controller_hints, join
+from phalanx.k8s.kinds.common import controller_hints, join, owner_timed
 from phalanx.k8s.kinds.jobset import admitted_whole
 from phalanx.k8s.kinds.trainer_runtime import (
     API,
@@ -79,9 +79,7 @@ from phalanx.k8s.meta import (
     root,
 )
 from phalanx.k8s.objects import VOLCANO_GROUP, job_spec
-from phalanx.k8s.pods import with_duration
 from phalanx.k8s.priority import PriorityTable
-from phalanx.k8s.runtime import merged
 
 KIND = "TrainJob"
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
@@ -236,9 +234,9 @@ def _timed(top: Obj, spec: Obj, jobs: list[tuple[str, JobSpec]]) -> list[tuple[s
     hints, _ = controller_hints(top, spec)
     out = []
     for rj, job in jobs:
-        pod = with_duration(job.template, job.template.duration or duration)
-        pod = dataclasses.replace(pod, runtime_hints=merged(pod.runtime_hints, hints))
-        out.append((rj, dataclasses.replace(job, template=pod)))
+        out.append(
+            (rj, dataclasses.replace(job, template=owner_timed(job.template, duration, hints)))
+        )
     return out
 
 
