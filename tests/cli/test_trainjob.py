@@ -15,6 +15,8 @@ from typing import Any
 
 from peer_cli import gang, run
 
+from phalanx.policies import COMPARED
+
 HERE = Path(__file__).resolve().parent.parent / "workloads" / "trainer"
 NODES = HERE / "gpu-nodes.yaml"
 RUNTIMES = HERE / "runtimes.yaml"
@@ -211,3 +213,24 @@ def test_merged_resources_the_api_server_would_refuse_name_the_trainjob_field(
         f"phalanx: error: {bad}: TrainJob ml/x: spec.trainer.resourcesPerNode.requests"
         "[nvidia.com/gpu]: must be equal to the nvidia.com/gpu limit (it cannot be overcommitted)"
     )
+
+
+def test_the_trainjob_peer_example_under_all_policies() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "07-trainjob.yaml"
+    code, out = run(["compare", str(example), "-o", "json"])
+    assert code == 0, out
+    policies = json.loads(out)["policies"]
+    assert {name: m["completed"] for name, m in policies.items()} == dict.fromkeys(COMPARED, 2)
+    assert policies["kube-default"]["idle_gpu_hours"] > 7.9  # finetune's 2 of 3 nodes wait
+    assert policies["volcano"]["idle_gpu_hours"] == policies["phalanx"]["idle_gpu_hours"] == 0
+
+
+def test_a_runtime_patch_moves_the_volcano_gang_to_another_queue(tmp_path: Path) -> None:
+    patch = """  runtimePatches:
+    - manager: example.com/queue-router
+      trainingRuntimeSpec:
+        template:
+          metadata:
+            annotations: {scheduling.volcano.sh/queue-name: urgent}"""
+    result, _ = simulate(tmp_path, trainjob("llm", "llm-volcano", extra=patch))
+    assert gang(result, "llm")["queue"] == "urgent"

@@ -118,11 +118,11 @@ def test_two_gang_declarations_make_the_pod_invalid_naming_both(
 def test_unknown_kind_names_file_document_and_kind_without_inventing_a_namespace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    crd = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}}
+    crd = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "rc"}}
     path = write(tmp_path, "x.yaml", pod("ok"), crd)
     code, _, err = run(capsys, "simulate", str(CLUSTER), str(path))
     assert code == 2
-    assert err.startswith(f"phalanx: error: {path}: document 2: RayCluster rc: kind: unknown")
+    assert err.startswith(f"phalanx: error: {path}: document 2: RayService rc: kind: unknown")
     assert "supported kinds: " in err and "PyTorchJob (kubeflow.org/v1)" in err
 
 

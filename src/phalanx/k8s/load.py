@@ -210,9 +210,12 @@ def _owners(docs: Sequence[Doc]) -> set[tuple[str, str, str, str]]:
         meta = doc.obj.get("metadata")
         refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
         for ref in refs if isinstance(refs, list) else []:
-            if isinstance(ref, Mapping):
-                api = str(ref.get("apiVersion") or "").rpartition("/")[0]
-                owners.add((api, str(ref.get("kind")), doc.key[2], str(ref.get("name"))))
+            if not isinstance(ref, Mapping):
+                continue  # the object's own conversion reports it
+            api, kind, name = (ref.get(key) for key in ("apiVersion", "kind", "name"))
+            if isinstance(kind, str) and isinstance(name, str):  # else reported likewise
+                group = api.rpartition("/")[0] if isinstance(api, str) else ""
+                owners.add((group, kind, doc.key[2], name))
     return owners
 
 
