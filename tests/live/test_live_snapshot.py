@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from apiserver.harness import connected
+from apiserver.registry import ALL_CRDS, ResourceInfo
 from test_live_serve import NS, node, pod, podgroup
 
 from phalanx.cli.main import main
@@ -53,6 +54,58 @@ async def test_a_snapshot_from_the_cluster_reproduces_its_running_pods(tmp_path:
     binds = [(e["t"], e["pod"], e["node"]) for e in binds if e["type"] == "bind"]
     assert binds[0] == (0.0, f"{NS}/serving", "node-a")  # where it runs, before any cycle
     assert {b[2] for b in binds[1:]} == {"node-b"}  # node-a is full: the gang goes to node-b
+
+
+RUNTIMES = ResourceInfo(
+    "trainer.kubeflow.org",
+    "v1alpha1",
+    "clustertrainingruntimes",
+    "ClusterTrainingRuntime",
+    namespaced=False,
+    custom=True,
+)
+TRAINJOB = f"""
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: tune, namespace: {NS}}}
+spec:
+  runtimeRef: {{name: torch-gang}}
+  trainer: {{numNodes: 2, resourcesPerNode: {{limits: {{nvidia.com/gpu: "4"}}}}}}
+"""
+
+
+def runtime() -> dict[str, Any]:
+    node_job = {
+        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+        "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "torch"}]}}},
+    }
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-gang"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "podGroupPolicy": {"coscheduling": {}},
+            "template": {"spec": {"replicatedJobs": [{"name": "node", "template": node_job}]}},
+        },
+    }
+
+
+async def test_a_trainjob_added_to_the_snapshot_finds_its_installed_runtime(
+    tmp_path: Path,
+) -> None:
+    async with connected((*ALL_CRDS, RUNTIMES)) as (server, _client):
+        for name in ("node-a", "node-b"):
+            server.put("v1", "nodes", node(name))
+        server.put("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", runtime())
+        kubeconfig = server.kubeconfig(tmp_path / "config")
+        job = tmp_path / "tune.yaml"
+        job.write_text(TRAINJOB)
+        argv = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig), str(job)]
+        code, out, err = await asyncio.to_thread(run_cli, [*argv, "-o", "json"])
+    assert code == 0, err
+    gang = next(g for g in json.loads(out)["gangs"] if g["name"] == "tune")
+    assert (gang["min_member"], gang["gpus"], gang["start"]) == (2, 8.0, 0.0)
 
 
 async def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:

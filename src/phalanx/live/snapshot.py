@@ -3,7 +3,8 @@
 It lists, through the live client, what ``kubectl get nodes,pods,priorityclasses,podgroups,...
 -A -o yaml`` would print: nodes, pods, priority classes, and every gang and queue API the
 server serves (discovered, not assumed; of an API served in several versions, the newest
-listed here). The loader then reads it like any snapshot file: running pods stay on their
+listed here), and Kubeflow Trainer's training runtimes, which the TrainJobs of the files added
+to the snapshot name. The loader then reads it like any snapshot file: running pods stay on their
 nodes at t=0, pending pods are queued, finished pods are ignored. Workload controllers
 (Deployments, Volcano Jobs, ...) are not listed: their pods are.
 """
@@ -57,6 +58,14 @@ OPTIONAL: tuple[tuple[Resource, ...], ...] = (
     (KUEUE_COHORTS,),
     (ELASTIC_QUOTAS,),
     (ELASTIC_QUOTAS_SIGS,),
+    # Kubeflow Trainer's runtimes: the blueprints the TrainJobs of the added files name
+    *(
+        (_crd("trainer.kubeflow.org", "v1alpha1", plural, kind, namespaced),)
+        for plural, kind, namespaced in (
+            ("clustertrainingruntimes", "ClusterTrainingRuntime", False),
+            ("trainingruntimes", "TrainingRuntime", True),
+        )
+    ),
 )
 
 
