@@ -78,7 +78,7 @@ from phalanx.k8s.meta import (
     object_label,
     root,
 )
-from phalanx.k8s.objects import VOLCANO_GROUP, job_spec
+from phalanx.k8s.objects import MAX_JOB_PODS, VOLCANO_GROUP, job_spec
 from phalanx.k8s.priority import PriorityTable
 
 KIND = "TrainJob"
@@ -99,24 +99,14 @@ def trainjob_from_dict(
         spec = get_mapping(top, "spec", "")
         runtime = _runtime(spec, namespace, runtimes)
         trainer = get_mapping(spec, "trainer", "spec")
-        nodes = get_int(trainer, "numNodes", "spec.trainer", minimum=1)
+        nodes = get_int(trainer, "numNodes", "spec.trainer", minimum=1, maximum=MAX_JOB_PODS)
         resources = _resources(trainer)
         _check_proc_per_node(trainer)
         suspended = get_bool(spec, "suspend", "spec") and kueue.QUEUE_NAME not in labels
-        jobs: list[tuple[str, JobSpec]] = []
-        for rj in runtime.jobs:
-            job = _job(rj, runtime, nodes, resources)
-            job_name = f"{name}-{rj.name}-0"
-            try:
-                made = job_spec(
-                    job, priorities, name=job_name, namespace=namespace, queue=owner_queue(labels)
-                )
-            except InputError as exc:  # only the TrainJob's resources can break a valid runtime
-                raise _in_resources(exc) from None
-            made = dataclasses.replace(
-                made, template=dataclasses.replace(made.template, role=rj.name)
-            )
-            jobs.append((rj.name, dataclasses.replace(made, suspended=suspended)))
+        jobs = [
+            (rj.name, _made(rj, runtime, nodes, resources, top, priorities, suspended))
+            for rj in runtime.jobs
+        ]
         timed = _timed(top, spec, jobs)
         gang = _gang(top, spec, runtime, timed)
         if gang is not None:
@@ -127,6 +117,31 @@ def trainjob_from_dict(
             )
         gangs = () if gang is None else (gang,)
         return ControllerSpec(KIND, namespace, name, gangs=gangs, jobs=tuple(j for _, j in timed))
+
+
+def _made(
+    rj: ReplicatedJob,
+    runtime: TrainingRuntime,
+    nodes: int | None,
+    resources: Obj | None,
+    top: Obj,
+    priorities: PriorityTable,
+    suspended: bool,
+) -> JobSpec:
+    """The Job ``NAME-RJ-0`` the trainer makes for ``rj``, its pods of role ``rj``."""
+    name, labels = name_of(top), labels_of(top)
+    try:
+        job = job_spec(
+            _job(rj, runtime, nodes, resources),
+            priorities,
+            name=f"{name}-{rj.name}-0",
+            namespace=namespace_of(top),
+            queue=owner_queue(labels),
+        )
+    except InputError as exc:  # only the TrainJob's resources can break a valid runtime
+        raise _in_resources(exc) from None
+    pod = dataclasses.replace(job.template, role=rj.name)
+    return dataclasses.replace(job, template=pod, suspended=suspended)
 
 
 def _runtime(spec: Obj, namespace: str, runtimes: Runtimes) -> TrainingRuntime:
@@ -168,8 +183,8 @@ def _resources(trainer: Obj) -> Obj | None:
 
 def _in_resources(exc: InputError) -> InputError:
     """An error in a merged container's resources, located at ``resourcesPerNode``."""
-    inner = exc.field.rpartition(".resources")[2]
-    return InputError(exc.message, field="spec.trainer.resourcesPerNode" + inner)
+    _, found, inner = exc.field.rpartition(".resources")
+    return InputError(exc.message, field="spec.trainer.resourcesPerNode" + (inner if found else ""))
 
 
 def _check_proc_per_node(trainer: Obj) -> None:

@@ -34,7 +34,7 @@ from phalanx.k8s.fields import (
     get_string_map,
 )
 from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
-from phalanx.k8s.objects import SCHEDULER_PLUGINS_GROUPS, VOLCANO_GROUP, job_spec
+from phalanx.k8s.objects import MAX_JOB_PODS, SCHEDULER_PLUGINS_GROUPS, VOLCANO_GROUP, job_spec
 from phalanx.k8s.priority import PriorityTable
 from phalanx.k8s.topology import network_topology
 
@@ -114,7 +114,7 @@ def runtime_from_dict(
             namespace=namespace,
             name=name,
             jobs=_replicated_jobs(template, priorities),
-            num_nodes=get_int(ml, "numNodes", "spec.mlPolicy", minimum=1),
+            num_nodes=get_int(ml, "numNodes", "spec.mlPolicy", minimum=1, maximum=MAX_JOB_PODS),
             ml_policy=(sources[0] if sources else "plain") if spec.get("mlPolicy") else "",
             launcher_as_node=get_bool(mpi, "runLauncherAsNode", "spec.mlPolicy.mpi"),
             gang_api=gang_api,
