@@ -125,8 +125,11 @@ def test_bad_ray_objects_get_one_line_each(tmp_path: Path) -> None:
     bounds = cluster("bounds").replace("minReplicas: 1", "minReplicas: 3\n      maxReplicas: 2")
     typo = cluster("typo").replace("replicas: 2", "replicas: two")
     headless = cluster("headless").replace("headGroupSpec", "headGroup")
+    huge = cluster("huge", workers=2**31 - 1).replace(
+        "groupName: gpu", "groupName: gpu\n      numOfHosts: 2"
+    )
     bad = tmp_path / "bad.yaml"
-    bad.write_text("---".join([bounds, typo, headless]))
+    bad.write_text("---".join([bounds, typo, headless, huge]))
     code, out = run(["simulate", str(NODES), str(bad)])
     assert code == 2 and "Traceback" not in out
     assert out.strip().splitlines() == [
@@ -135,4 +138,6 @@ def test_bad_ray_objects_get_one_line_each(tmp_path: Path) -> None:
         f"phalanx: error: {bad}: RayCluster ml/typo: spec.workerGroupSpecs[0].replicas: "
         "must be an integer, not a string ('two')",
         f"phalanx: error: {bad}: RayCluster ml/headless: spec.headGroupSpec: is required",
+        f"phalanx: error: {bad}: RayCluster ml/huge: spec.workerGroupSpecs[0].replicas: "
+        "4294967294 pods is above phalanx's limit of 1,000,000",
     ]

@@ -65,7 +65,7 @@ from phalanx.k8s.meta import (
     object_label,
     root,
 )
-from phalanx.k8s.objects import SCHEDULER_PLUGINS_GROUPS, VOLCANO_GROUP
+from phalanx.k8s.objects import MAX_JOB_PODS, SCHEDULER_PLUGINS_GROUPS, VOLCANO_GROUP
 from phalanx.k8s.priority import PriorityTable
 
 VERSION = "ray.io/v1"
@@ -173,7 +173,10 @@ def _replicas(item: Obj, path: str) -> tuple[int, int]:
     hosts = get_int(item, "numOfHosts", path, minimum=1) or 1
     if get_bool(item, "suspend", path):
         return 0, 0
-    return min(max(replicas, least), most) * hosts, least * hosts
+    pods = min(max(replicas, least), most) * hosts
+    if pods > MAX_JOB_PODS:
+        fail(child(path, "replicas"), f"{pods} pods is above phalanx's limit of {MAX_JOB_PODS:,}")
+    return pods, least * hosts
 
 
 def _timed(top: Obj, kind: str, groups: list[Group]) -> list[Group]:
