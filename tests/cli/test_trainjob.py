@@ -234,3 +234,53 @@ def test_a_runtime_patch_moves_the_volcano_gang_to_another_queue(tmp_path: Path)
             annotations: {scheduling.volcano.sh/queue-name: urgent}"""
     result, _ = simulate(tmp_path, trainjob("llm", "llm-volcano", extra=patch))
     assert gang(result, "llm")["queue"] == "urgent"
+
+
+def test_pod_patches_of_every_trainer_version_reach_the_pods_they_target(tmp_path: Path) -> None:
+    kueue_patch = """  runtimePatches:
+    - manager: kueue.x-k8s.io/manager
+      trainingRuntimeSpec:
+        template:
+          spec:
+            replicatedJobs:
+              - name: node
+                template:
+                  spec:
+                    template:
+                      spec:
+                        nodeSelector: {kubernetes.io/hostname: gpu-c}"""
+    gated = """  podTemplateOverrides:
+    - targetJobs: [{name: node}]
+      metadata: {labels: {team: vision}}
+      spec:
+        schedulingGates: [{name: example.com/approval}]"""
+    old = """  podSpecOverrides:
+    - targetJobs: [{name: node}]
+      nodeSelector: {kubernetes.io/hostname: gpu-b}"""
+    jobs = [
+        trainjob("placed", "torch-plain", nodes=1, extra=kueue_patch),
+        trainjob("held", "torch-plain", nodes=1, extra=gated),
+        trainjob("v20", "torch-plain", nodes=1, extra=old),
+    ]
+    result, events = simulate(tmp_path, *jobs)
+    nodes = {e["pod"]: e["node"] for e in events if e["type"] == "bind"}
+    assert nodes == {"ml/placed-node-0-0": "gpu-c", "ml/v20-node-0-0": "gpu-b"}
+    assert (
+        gang(result, "held-node-0-0")["reason"]
+        == "pod ml/held-node-0-0 is gated (example.com/approval)"
+    )
+
+
+def test_a_bad_pod_patch_names_its_field(tmp_path: Path) -> None:
+    bad_patch = """  podTemplateOverrides:
+    - targetJobs: [{name: node}]
+      spec:
+        tolerations: [{key: gpu, operator: Sometimes}]"""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(trainjob("x", "torch-plain", extra=bad_patch))
+    code, out = run(["simulate", str(NODES), str(RUNTIMES), str(bad)])
+    assert code == 2 and len(out.strip().splitlines()) == 1
+    assert out.startswith(
+        f"phalanx: error: {bad}: TrainJob ml/x: spec.podTemplateOverrides[0].spec.tolerations[0]"
+        ".operator: "
+    )

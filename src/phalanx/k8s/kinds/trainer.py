@@ -15,14 +15,16 @@ replicated job ``RJ`` of the runtime, with ``parallelism = completions`` = its p
 
 ``spec.trainer.resourcesPerNode`` (``requests``, ``limits``) is merged key by key over the
 runtime's container named ``node`` of the trainer job (and of the ``node`` job with
-``runLauncherAsNode``). Pods are ``NAME-RJ-0-INDEX``, their role the replicated job's name.
+``runLauncherAsNode``). The TrainJob's pod patches (``podSpecOverrides``,
+``podTemplateOverrides``, ``runtimePatches``: :mod:`~phalanx.k8s.kinds.trainer_patches`) apply
+to the jobs they name. Pods are ``NAME-RJ-0-INDEX``, their role the replicated job's name.
 
 The gang: with the runtime's ``podGroupPolicy``, the PodGroup the trainer makes, named after the
 TrainJob, of every pod (coscheduling: scheduler-plugins' with ``scheduleTimeoutSeconds``;
 volcano: Volcano's, its queue the annotation ``scheduling.volcano.sh/queue-name`` of the JobSet
-template, ``spec.annotations`` or a runtime patch's template metadata, and its network
-topology). Else, with Kueue's ``kueue.x-k8s.io/queue-name`` label, the gang Kueue admits, of
-every pod, each replicated job a role (as for a JobSet). Else no gang: its pods are scheduled
+(the runtime's template, overridden by the TrainJob's), and its network topology). Else,
+with Kueue's ``kueue.x-k8s.io/queue-name`` label, the gang Kueue admits, of every pod, each
+replicated job a role (as for a JobSet). Else no gang: its pods are scheduled
 one by one (unless a template declares one). Kueue's and KAI's queue labels on the TrainJob
 reach its pods. ``spec.suspend: true`` without Kueue's label makes no pods (listed as suspended
 Jobs). Duration and runtime hints: ``phalanx.dev/duration``, ``phalanx.dev/runtime-estimate``,
@@ -30,14 +32,14 @@ Jobs). Duration and runtime hints: ``phalanx.dev/duration``, ``phalanx.dev/runti
 duration when none is given), as on a Kubeflow v1 job; a template's own come first.
 
 Not modelled: ``initializer`` and ``trainer`` images, commands, env and ``numProcPerNode``
-(validated), pod-level ``podTemplateOverrides``/``runtimePatches`` (node selectors,
-tolerations, gates), JobSet ``dependsOn`` (initializers run beside the trainer), ``managedBy``.
+(validated), JobSet ``dependsOn`` (initializers run beside the trainer), ``managedBy``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from phalanx.api.errors import InputError
@@ -54,10 +56,10 @@ from phalanx.k8s.fields import (
     get_list,
     get_mapping,
     get_str,
-    get_string_map,
 )
 from phalanx.k8s.kinds.common import controller_hints, join, owner_timed
 from phalanx.k8s.kinds.jobset import admitted_whole
+from phalanx.k8s.kinds.trainer_patches import Patches, jobset_annotations, patched, pod_patches
 from phalanx.k8s.kinds.trainer_runtime import (
     API,
     CLUSTER_KIND,
@@ -88,6 +90,15 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 Runtimes = Mapping[tuple[str, str, str], TrainingRuntime | None]
 
 
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """What the TrainJob changes in its runtime's Jobs."""
+
+    nodes: int | None  # spec.trainer.numNodes
+    resources: Obj | None  # spec.trainer.resourcesPerNode {requests, limits}
+    patches: Patches  # pod patches by replicated job
+
+
 def trainjob_from_dict(
     obj: Mapping[str, Any], priorities: PriorityTable, runtimes: Runtimes
 ) -> ControllerSpec:
@@ -100,11 +111,11 @@ def trainjob_from_dict(
         runtime = _runtime(spec, namespace, runtimes)
         trainer = get_mapping(spec, "trainer", "spec")
         nodes = get_int(trainer, "numNodes", "spec.trainer", minimum=1, maximum=MAX_JOB_PODS)
-        resources = _resources(trainer)
         _check_proc_per_node(trainer)
+        overrides = Overrides(nodes, _resources(trainer), pod_patches(spec))
         suspended = get_bool(spec, "suspend", "spec") and kueue.QUEUE_NAME not in labels
         jobs = [
-            (rj.name, _made(rj, runtime, nodes, resources, top, priorities, suspended))
+            (rj.name, _made(rj, runtime, overrides, top, priorities, suspended))
             for rj in runtime.jobs
         ]
         timed = _timed(top, spec, jobs)
@@ -122,8 +133,7 @@ def trainjob_from_dict(
 def _made(
     rj: ReplicatedJob,
     runtime: TrainingRuntime,
-    nodes: int | None,
-    resources: Obj | None,
+    overrides: Overrides,
     top: Obj,
     priorities: PriorityTable,
     suspended: bool,
@@ -132,13 +142,13 @@ def _made(
     name, labels = name_of(top), labels_of(top)
     try:
         job = job_spec(
-            _job(rj, runtime, nodes, resources),
+            _job(rj, runtime, overrides),
             priorities,
             name=f"{name}-{rj.name}-0",
             namespace=namespace_of(top),
             queue=owner_queue(labels),
         )
-    except InputError as exc:  # only the TrainJob's resources can break a valid runtime
+    except InputError as exc:  # its patches are valid: only its resources can break the Job
         raise _in_resources(exc) from None
     pod = dataclasses.replace(job.template, role=rj.name)
     return dataclasses.replace(job, template=pod, suspended=suspended)
@@ -213,16 +223,17 @@ def _count(rj: ReplicatedJob, runtime: TrainingRuntime, nodes: int | None) -> in
     return own
 
 
-def _job(
-    rj: ReplicatedJob, runtime: TrainingRuntime, nodes: int | None, resources: Obj | None
-) -> Obj:
-    """The Job the trainer makes for ``rj``: its pod count and the trainer's resources."""
-    count = _count(rj, runtime, nodes)
+def _job(rj: ReplicatedJob, runtime: TrainingRuntime, overrides: Overrides) -> Obj:
+    """The Job the trainer makes for ``rj``: its pod count, the trainer's resources and the
+    TrainJob's pod patches."""
+    count = _count(rj, runtime, overrides.nodes)
     spec = dict(get_mapping(rj.template, "spec", ""))
     spec["parallelism"] = spec["completions"] = count
+    template = get_mapping(spec, "template", "spec")
     launcher_node = runtime.launcher_as_node and rj.name == NODE
-    if resources is not None and (runtime.is_trainer(rj) or launcher_node):
-        spec["template"] = _with_resources(get_mapping(spec, "template", "spec"), resources)
+    if overrides.resources is not None and (runtime.is_trainer(rj) or launcher_node):
+        template = _with_resources(template, overrides.resources)
+    spec["template"] = patched(template, overrides.patches.get(rj.name, []))
     return {**rj.template, "spec": spec}
 
 
@@ -288,19 +299,10 @@ def _gang(
 
 
 def _volcano_queue(spec: Obj, runtime: TrainingRuntime) -> str:
-    """``scheduling.volcano.sh/queue-name``: the runtime's JobSet template's, overridden by the
-    TrainJob's ``spec.annotations`` (Trainer v2.0, v2.1) and its runtime patches' template
-    metadata (v2.2 on), as the trainer propagates them."""
-    queue = runtime.annotations.get(VOLCANO_QUEUE, "")
-    queue = get_string_map(spec, "annotations", "spec").get(VOLCANO_QUEUE, queue)
-    for i, raw in enumerate(get_list(spec, "runtimePatches", "spec")):
-        path = child("spec.runtimePatches", i)
-        patch = get_mapping(as_mapping(raw, path), "trainingRuntimeSpec", path)
-        template = get_mapping(patch, "template", child(path, "trainingRuntimeSpec"))
-        meta = get_mapping(template, "metadata", child(path, "trainingRuntimeSpec.template"))
-        where = child(path, "trainingRuntimeSpec.template.metadata")
-        queue = get_string_map(meta, "annotations", where).get(VOLCANO_QUEUE, queue)
-    return queue
+    """``scheduling.volcano.sh/queue-name``: the runtime's JobSet template's, overridden by
+    what the TrainJob gives its JobSet, as the trainer propagates them."""
+    annotations = {**runtime.annotations, **jobset_annotations(spec)}
+    return annotations.get(VOLCANO_QUEUE, "")
 
 
 def _joined(job: JobSpec, gang: GangSpec) -> JobSpec:
