@@ -284,3 +284,15 @@ def test_a_bad_pod_patch_names_its_field(tmp_path: Path) -> None:
         f"phalanx: error: {bad}: TrainJob ml/x: spec.podTemplateOverrides[0].spec.tolerations[0]"
         ".operator: "
     )
+
+
+def test_the_runtime_estimate_on_a_trainjob_tells_when_the_next_one_starts(tmp_path: Path) -> None:
+    notes = "{phalanx.dev/duration: 2h, phalanx.dev/runtime-estimate: 2h}"
+    first = trainjob("first", "torch-cosched", nodes=3, annotations=notes)
+    later = "{phalanx.dev/submit-after: 1m, phalanx.dev/duration: 30m}"
+    second = trainjob("second", "torch-cosched", nodes=1, annotations=later)
+    result, _ = simulate(tmp_path, first, second)
+    waiting = gang(result, "second")
+    assert (waiting["expected_start_first"], waiting["start"]) == (7200, 7200)
+    unknown, _ = simulate(tmp_path, first.replace(", phalanx.dev/runtime-estimate: 2h", ""), second)
+    assert gang(unknown, "second")["expected_start_first"] is None  # the duration is not told
