@@ -296,3 +296,18 @@ def test_the_runtime_estimate_on_a_trainjob_tells_when_the_next_one_starts(tmp_p
     assert (waiting["expected_start_first"], waiting["start"]) == (7200, 7200)
     unknown, _ = simulate(tmp_path, first.replace(", phalanx.dev/runtime-estimate: 2h", ""), second)
     assert gang(unknown, "second")["expected_start_first"] is None  # the duration is not told
+
+
+def test_pods_a_snapshot_shows_owned_by_the_jobset_count_the_trainjob_once(tmp_path: Path) -> None:
+    snapshot = (HERE / "snapshot.yaml").read_text()
+    by_jobset = snapshot.replace(
+        "{apiVersion: batch/v1, kind: Job, name: pretrain-node-0,",
+        "{apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, name: pretrain,",
+    )
+    assert by_jobset != snapshot
+    (tmp_path / "snapshot.yaml").write_text(by_jobset)
+    files = (HERE / "kueue.yaml", tmp_path / "snapshot.yaml")
+    result, events = simulate(tmp_path, trainjob("ft", "torch-plain", nodes=1), files=files)
+    assert len([e for e in events if e["type"] == "submit" and "pretrain" in (e["pod"] or "")]) == 2
+    running = gang(result, "pretrain")
+    assert (running["queue"], running["start"], running["finish"]) == ("gpu-cq", 0, 3600)

@@ -277,7 +277,7 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             broken.add((doc.key[0], doc.key[2], doc.key[3]))  # its members are not reported
             continue
         if isinstance(spec, ControllerSpec) and _trainjob_runs(spec, owners):
-            made.update({(spec.namespace, o): j for o, j in trainer.snapshot_jobs(spec).items()})
+            made.update({(spec.namespace, o): m for o, m in trainer.snapshot_owners(spec).items()})
             continue  # a snapshot: its Jobs' pods are in the input
         if doc.key in owners and isinstance(spec, ControllerSpec | JobSpec):
             if isinstance(spec, JobSpec):

@@ -310,10 +310,11 @@ def _joined(job: JobSpec, gang: GangSpec) -> JobSpec:
     return dataclasses.replace(job, template=member)
 
 
-def snapshot_jobs(spec: ControllerSpec) -> dict[str, JobSpec]:
-    """``Job/NAME`` → the TrainJob's Job, for the pods a snapshot holds of it: its Kueue gang
-    (if any) without role minimums, as the gang of the pods present (their roles unknown)."""
-    jobs = {}
+def snapshot_owners(spec: ControllerSpec) -> dict[str, JobSpec | ControllerSpec]:
+    """``Kind/NAME`` → what the TrainJob says of the pods a snapshot holds of it, for each
+    owner they may name (its Jobs, its JobSet, the TrainJob): its Kueue gang (if any) without
+    role minimums, as the gang of the pods present (their roles unknown)."""
+    jobs = []
     for job in spec.jobs:
         gang = job.template.declared_gang
         if gang is not None:
@@ -321,8 +322,10 @@ def snapshot_jobs(spec: ControllerSpec) -> dict[str, JobSpec]:
             job = dataclasses.replace(
                 job, template=dataclasses.replace(job.template, declared_gang=gang)
             )
-        jobs[f"Job/{job.name}"] = job
-    return jobs
+        jobs.append(job)
+    whole = dataclasses.replace(spec, jobs=tuple(jobs))
+    owners: dict[str, JobSpec | ControllerSpec] = {f"Job/{job.name}": job for job in jobs}
+    return owners | {f"JobSet/{spec.name}": whole, f"{KIND}/{spec.name}": whole}
 
 
 def made_by(spec: ControllerSpec) -> set[tuple[str, str, str, str]]:
