@@ -12,7 +12,13 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hints import decisions, reserving_workloads
+from test_hints import (
+    assert_as_reference,
+    decisions,
+    queued_cluster,
+    queued_gang,
+    reserving_workloads,
+)
 
 from phalanx.api.queues import QueueSpec
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, PodSpec
@@ -54,9 +60,7 @@ def queued_workloads(draw: st.DrawFn) -> Workload:
 def test_kept_refusals_decide_as_the_reference_retries(
     workload: Workload, policy: str, seed: int
 ) -> None:
-    assert decisions(workload, policy, seed, hints=True) == decisions(
-        workload, policy, seed, hints=False
-    )
+    assert_as_reference(workload, policy, seed)
 
 
 #: (gang, minimum, queue, priority, runtime, arrival, GPUs of each pod): found by the
@@ -83,15 +87,9 @@ def test_a_failure_while_room_was_held_is_not_remembered_after() -> None:
     """g13 (priority 10) fails to preempt g2 at t=15 only because room is held for another
     preemptor (g0); at t=25 the hold is gone and it preempts g2, as the reference does: the
     memo of failed attempts covers the held room."""
-    items = [Item(QueueSpec(q, weight=w)) for q, w in (("q0", 3), ("q1", 1), ("q2", 1))]
-    items += [Item(NodeSpec(f"n{n}", {"cpu": 64_000, GPU: 4000, "pods": 110})) for n in range(4)]
-    for name, minimum, queue, priority, run, at, gpus in HELD_ROOM:
-        gang = GangSpec("default", name, minimum, API, queue=queue, priority=priority)
-        items.append(Item(replace(gang, duration=float(run)), Timing(submit_after=float(at))))
-        for i, count in enumerate(gpus):
-            requests = {"cpu": 1000, GPU: 1000 * count, "pods": 1}
-            pod = PodSpec("default", f"{name}-{i}", requests, gang=GangRef(name, API))
-            items.append(Item(pod, Timing(submit_after=float(at))))
+    items = queued_cluster({"q0": 3, "q1": 1, "q2": 1}, nodes=4)
+    for row in HELD_ROOM:
+        items += queued_gang(*row)
     hinted = decisions(Workload(items), "phalanx", 0, hints=True)
     assert hinted == decisions(Workload(items), "phalanx", 0, hints=False)
     assert "25.0 evict default/g2-0 None preempt" in hinted

@@ -11,6 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from phalanx.api.errors import InputError
+from phalanx.api.queues import QueueSpec
 from phalanx.api.specs import GangRef, GangSpec, NodeSpec, Placement, PodSpec
 from phalanx.api.workload import Item, Timing, Workload
 from phalanx.sim.simulator import SimOptions, Simulation
@@ -99,6 +100,13 @@ def decisions(
     ]
 
 
+def assert_as_reference(workload: Workload, policy: str, seed: int) -> None:
+    """The hinted run decides exactly as the reference (hints off)."""
+    assert decisions(workload, policy, seed, hints=True) == decisions(
+        workload, policy, seed, hints=False
+    )
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     workloads(),
@@ -108,9 +116,7 @@ def decisions(
 def test_hinted_engine_decides_as_the_coarse_reference(
     workload: Workload, policy: str, seed: int
 ) -> None:
-    assert decisions(workload, policy, seed, hints=True) == decisions(
-        workload, policy, seed, hints=False
-    )
+    assert_as_reference(workload, policy, seed)
 
 
 def lone(name: str, gpus: int, at: float = 0.0, duration: float = 10.0) -> Item:
@@ -174,6 +180,43 @@ def test_gated_gangs_wake_as_the_reference_retries_them(
 ) -> None:
     """Gangs the reservation gate refused are parked until the gate's stamp moves; the
     reference (hints off) retries them every cycle: both decide alike."""
-    assert decisions(workload, policy, seed, hints=True) == decisions(
-        workload, policy, seed, hints=False
+    assert_as_reference(workload, policy, seed)
+
+
+def queued_cluster(weights: dict[str, int], nodes: int) -> list[Item]:
+    """Queues of these weights (reclaimable) and ``nodes`` 4-GPU nodes."""
+    items = [Item(QueueSpec(name, weight=weight)) for name, weight in weights.items()]
+    return items + [
+        Item(NodeSpec(f"n{n}", {"cpu": 64_000, GPU: 4000, "pods": 110})) for n in range(nodes)
+    ]
+
+
+def queued_gang(
+    name: str,
+    minimum: int,
+    queue: str,
+    priority: int,
+    run: float,
+    at: float,
+    gpus: tuple[int, ...],
+    estimate: float | None = None,
+) -> list[Item]:
+    """A gang of ``queue`` arriving at ``at`` that runs ``run`` seconds (estimated so, when
+    ``estimate`` is given), with one pod of each GPU count in ``gpus``."""
+    hints = () if estimate is None else (("runtime-estimate", estimate),)
+    gang = GangSpec(
+        "default",
+        name,
+        minimum,
+        API,
+        queue=queue,
+        priority=priority,
+        duration=float(run),
+        runtime_hints=hints,
     )
+    items = [Item(gang, Timing(submit_after=float(at)))]
+    for i, count in enumerate(gpus):
+        requests = {"cpu": 1000, GPU: 1000 * count, "pods": 1}
+        pod = PodSpec("default", f"{name}-{i}", requests, gang=GangRef(name, API))
+        items.append(Item(pod, Timing(submit_after=float(at))))
+    return items

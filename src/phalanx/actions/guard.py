@@ -29,9 +29,9 @@ are wake-ups (``shield_ends``), so attempts known to fail are tried again when i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
-from phalanx.actions.book import Book
+from phalanx.actions.book import Book, Carve
 from phalanx.actions.candidates import clock
 from phalanx.actions.timeline import Slot
 from phalanx.actions.victims import Plan
@@ -47,15 +47,7 @@ def delays_reservation(
     book = session.gate
     if not isinstance(book, Book) or not book.carves:
         return None
-    who = next((c for c in book.waiting if c.gang is gang), None)
-    if who is not None:
-        rank, duration = who.rank, who.duration
-    else:
-        rank, duration = (1.0, *session.order_key(Unit.of_gang(gang, list(pods)))), math.inf
-    ahead = sorted(
-        (c for c in book.carves if c.who.gang is not gang and c.who.rank < rank),
-        key=lambda c: c.who.rank,
-    )
+    ahead, duration = _ahead(session, book, gang, pods)
     if not ahead:
         return None
     now = book.now
@@ -76,6 +68,35 @@ def delays_reservation(
             )
         trial.take(found[0], found[0] + carve.who.duration, found[1])
     return None
+
+
+def guard_reads(session: Session, gang: GangInfo, pods: Sequence[PodInfo]) -> Hashable:
+    """What ``delays_reservation`` reads of the preemptor besides its plan: the reservations
+    ranked ahead of it (in order, with their starts) and its estimated duration. Two
+    preemptors with equal plans and equal reads are refused alike (a refusal memo keyed by
+    the preemptor's failure class alone would refuse a gang of that class ranked ahead of
+    fewer reservations, or estimated to end sooner)."""
+    book = session.gate
+    if not isinstance(book, Book) or not book.carves:
+        return None
+    ahead, duration = _ahead(session, book, gang, pods)
+    return (tuple((c.who.gang.ident, c.start) for c in ahead), duration)
+
+
+def _ahead(
+    session: Session, book: Book, gang: GangInfo, pods: Sequence[PodInfo]
+) -> tuple[list[Carve], float]:
+    """The carves ranked ahead of ``gang``, in rank order, and its estimated duration."""
+    who = book.waiters.by_ident.get(gang.ident)
+    if who is not None and who.gang is gang:
+        rank, duration = who.rank, who.duration
+    else:
+        rank, duration = (1.0, *session.order_key(Unit.of_gang(gang, list(pods)))), math.inf
+    ahead = sorted(
+        (c for c in book.carves if c.who.gang is not gang and c.who.rank < rank),
+        key=lambda c: c.who.rank,
+    )
+    return ahead, duration
 
 
 def shielded(session: Session, gang: GangInfo) -> Callable[[GangInfo], bool] | None:

@@ -26,7 +26,10 @@ when a gang of the same failure class already failed in an unchanged world
 room held for a preemptor is given up or held anew, the candidates change — a lower gang
 started, a victim's min-runtime ran out —, queue shares or objects change, or, with
 disruption budgets, any pod changes; a plan the guard refused, as it would delay a
-reservation, only for the rest of its cycle). Skipped attempts
+reservation, only for the rest of its cycle and only for preemptors the guard reads alike:
+the same carves ranked ahead of them and the same estimated runtime, which are not part of
+the failure class — a gang of the class estimated to end sooner may pass where another was
+refused, :func:`~phalanx.actions.guard.guard_reads`). Skipped attempts
 still count towards ``MAX_PREEMPTORS`` in order, as failed ones do; when every attempt of a
 cycle is known to fail, none is ordered at all, and parked gangs are not even listed when no
 gang below the highest waiting priority ever ran (``QueueBook.lowest_priority``). Running
@@ -41,7 +44,7 @@ from functools import partial
 
 import numpy as np
 
-from phalanx.actions.guard import delays_reservation, shield_ends, shielded
+from phalanx.actions.guard import delays_reservation, guard_reads, shield_ends, shielded
 from phalanx.actions.victims import (
     Chunk,
     Domains,
@@ -93,6 +96,9 @@ class Takeback:
         #: the earliest time a victim refused for its min-runtime becomes eligible
         self.recheck_at = float("inf")
         self.failures = Failures()  # attempts known to fail (queueing hints)
+        #: failure class → the world of this cycle and what the guard read of the preemptors
+        #: whose every plan it refused there (``guard_reads``)
+        self._guarded: dict[Hashable, tuple[Hashable, set[Hashable]]] = {}
         self._cycle = 0
         self._victims: dict[Hashable, _Victims] = {}  # per victim class, this cycle
         self._running: list[GangInfo] | None = None  # this cycle's running gangs
@@ -114,6 +120,7 @@ class Takeback:
         if not fresh and not state.blocked:
             return
         self._cycle += 1
+        self._guarded.clear()
         self._forget()
         hinted = state.hints
         book = state.queues
@@ -225,11 +232,15 @@ class Takeback:
 
     def _known(self, who: Preemptor, key: Hashable, victims: _Victims) -> bool:
         """Did an attempt of class ``key`` fail in this world: for want of victims or room
-        (whatever the reservations), or, in this cycle, because the guard refused its plan?"""
+        (whatever the reservations), or, in this cycle, because the guard refused the plans
+        of a preemptor it reads alike (``guard_reads``)?"""
         stamp = self._stamp(who.session, victims)
         if self.failures.known(key, stamp):
             return True
-        return who.session.gate is not None and self.failures.known(key, (stamp, self._cycle))
+        guarded = self._guarded.get(key)
+        if guarded is None or guarded[0] != (stamp, self._cycle):
+            return False
+        return guard_reads(who.session, who.gang, who.pods) in guarded[1]
 
     def _try(self, who: Preemptor, hinted: bool) -> None:
         session = who.session
@@ -264,10 +275,18 @@ class Takeback:
             self._commit(session, who.gang, plan, pin=domains is None)
             self._forget(evicted=True)
             self._units = {}  # the preemptor's pods are pipelined, its room held
-        elif hinted:
+        elif hinted and guarded:
             # the reservations move with every cycle: a refusal of the guard holds for this
-            # cycle only; a failure for want of victims or room holds as it would without them
-            self.failures.failed(key, (stamp, self._cycle) if guarded else stamp)
+            # cycle only, and for preemptors it reads alike (the carves ranked ahead of them
+            # and their estimated runtime: not part of the failure class)
+            world = (stamp, self._cycle)
+            known = self._guarded.get(key)
+            if known is None or known[0] != world:
+                known = self._guarded[key] = (world, set())
+            known[1].add(guard_reads(session, who.gang, who.pods))
+        elif hinted:
+            # a failure for want of victims or room holds as it would without reservations
+            self.failures.failed(key, stamp)
 
     # -- what an attempt depends on ------------------------------------------------------------
     def _candidates(self, who: Preemptor) -> _Victims:
