@@ -43,9 +43,8 @@ def queued(items: list[Item], queue: str) -> list[Item]:
 def queued_workloads(draw: st.DrawFn) -> Workload:
     """Reserving workloads (big gangs reserved for, small ones refused by the gate) with
     their gangs spread over weighted queues. One priority and no reclaimable queue: what
-    is checked is allocate and its gate (preemption and reclaim with declared queues are
-    not: on some workloads they decide differently with hints on and off, before kept
-    refusals existed too)."""
+    is checked here is allocate and its gate (preemption and reclaim between declared
+    queues are checked by ``test_reclaim_hints.py``)."""
     queues = [f"q{i}" for i in range(draw(st.integers(2, 3)))]
     items = [
         Item(QueueSpec(name, weight=draw(st.integers(1, 3)), reclaimable=False)) for name in queues
