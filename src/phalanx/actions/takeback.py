@@ -29,7 +29,9 @@ disruption budgets, any pod changes; a plan the guard refused, as it would delay
 reservation, only for the rest of its cycle and only for preemptors the guard reads alike:
 the same carves ranked ahead of them and the same estimated runtime, which are not part of
 the failure class — a gang of the class estimated to end sooner may pass where another was
-refused, :func:`~phalanx.actions.guard.guard_reads`). Skipped attempts
+refused, :func:`~phalanx.actions.guard.guard_reads`). An attempt whose minimum fits with
+no victim (no plan: nothing to take) is not remembered: binds leave the stamp as it is, as
+they only take room away, but taking that room is what makes victims needed. Skipped attempts
 still count towards ``MAX_PREEMPTORS`` in order, as failed ones do; when every attempt of a
 cycle is known to fail, none is ordered at all, and parked gangs are not even listed when no
 gang below the highest waiting priority ever ran (``QueueBook.lowest_priority``). Running
@@ -263,7 +265,8 @@ class Takeback:
             guarded.append(plan)
             return False
 
-        plan = Planner(session, self.predicates).plan(
+        planner = Planner(session, self.predicates)
+        plan = planner.plan(
             who.pods,
             victims.chunks,
             partial(self.allows, who),
@@ -284,8 +287,10 @@ class Takeback:
             if known is None or known[0] != world:
                 known = self._guarded[key] = (world, set())
             known[1].add(guard_reads(session, who.gang, who.pods))
-        elif hinted:
-            # a failure for want of victims or room holds as it would without reservations
+        elif hinted and not planner.unneeded:
+            # a failure for want of victims or room holds as it would without reservations;
+            # not when the pods fit with no victim (no plan: nothing to take): a bind that
+            # takes that room, which the stamp does not follow, makes victims needed
             self.failures.failed(key, stamp)
 
     # -- what an attempt depends on ------------------------------------------------------------

@@ -173,6 +173,9 @@ class Planner:
         self._allowed_by: dict[str, int] = {}  # budget → allowed disruptions (one plan)
         self.within: Mask | None = None  # the domain being planned in, if any
         self._picked: dict[str, tuple[int, ...]] = {}  # devices of the last placement tried
+        #: a plan found the pods fit with no victim (no plan: nothing to take). Not a failure
+        #: for want of room: room taken since may make victims needed, and a plan possible
+        self.unneeded = False
 
     def plan(
         self,
@@ -232,6 +235,8 @@ class Planner:
                 continue
             chosen = [*trial, chunk]
             placement = self._fits(pods, chosen)
+        if placement is not None and not chosen:
+            self.unneeded = True
         if placement is None or not chosen:
             return None
         if minimal:
