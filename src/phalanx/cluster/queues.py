@@ -162,18 +162,22 @@ class QueueBook:
         gang.queue_memo = (self, token, self.generation, queue)
         return queue
 
-    def _resolve(self, gang: GangInfo) -> str:
+    def named(self, gang: GangInfo) -> str:
+        """The queue ``gang`` names (its spec's, else its first member's queue or label),
+        before a LocalQueue or namespace maps it (:meth:`queue_of`)."""
         if gang.spec is not None:
-            named = gang.spec.queue or DEFAULT_QUEUE
-        else:
-            first = gang.members[0].spec if gang.members else None
-            labels = first.labels if first is not None else {}
-            named = (
-                (first.queue if first is not None else "")
-                or labels.get(KUEUE_LABEL)
-                or labels.get(KAI_LABEL)
-                or DEFAULT_QUEUE
-            )
+            return gang.spec.queue or DEFAULT_QUEUE
+        first = gang.members[0].spec if gang.members else None
+        labels = first.labels if first is not None else {}
+        return (
+            (first.queue if first is not None else "")
+            or labels.get(KUEUE_LABEL)
+            or labels.get(KAI_LABEL)
+            or DEFAULT_QUEUE
+        )
+
+    def _resolve(self, gang: GangInfo) -> str:
+        named = self.named(gang)
         alias = self.bindings.get((gang.namespace, named))
         if alias is not None:
             return alias

@@ -179,7 +179,7 @@ class Queues:
         if spec is not None and not spec.open:
             return ("QueueClosed", f"queue {queue!r} is closed")
         if spec is None and book.missing(queue):
-            return ("QueueMissing", _missing(queue, gang.namespace))
+            return ("QueueMissing", _missing(queue, gang.namespace, book.named(gang)))
         return self.over_capability(queue, unit.pods)
 
     def unit_limit(self, unit: Unit) -> int | None:
@@ -315,11 +315,20 @@ class Quota(Queues):
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         queue = self.book.queue_of(unit.gang)
         if self.book.missing(queue):
-            return ("QueueMissing", _missing(queue, unit.gang.namespace))
+            return (
+                "QueueMissing",
+                _missing(queue, unit.gang.namespace, self.book.named(unit.gang)),
+            )
         return self.over_capability(queue, unit.pods)
 
 
-def _missing(queue: str, namespace: str) -> str:
+def _missing(queue: str, namespace: str, named: str) -> str:
+    """Why a gang of ``queue`` (``named`` by it: a LocalQueue when they differ) waits."""
+    if named != queue:
+        return (
+            f"LocalQueue {namespace}/{named} points to ClusterQueue {queue!r}, which does not "
+            "exist (Kueue leaves such a job pending)"
+        )
     return (
         f"queue {queue!r} does not exist: no Queue or ClusterQueue of that name, nor a "
         f"LocalQueue {namespace}/{queue} (Volcano, KAI and Kueue leave such a job pending)"

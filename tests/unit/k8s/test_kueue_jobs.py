@@ -262,3 +262,16 @@ def test_a_job_naming_a_local_queue_that_does_not_exist_waits_and_says_so() -> N
         "queue 'user-queu' does not exist: no Queue or ClusterQueue of that name, nor a "
         "LocalQueue team-a/user-queu"
     )
+
+
+def test_a_local_queue_pointing_to_a_missing_cluster_queue_is_named_in_the_reason() -> None:
+    """The LocalQueue exists but its ClusterQueue does not (a typo in ``clusterQueue``): the
+    Job waits, and the reason names both, not only the ClusterQueue the user never typed."""
+    queues = QUEUES.replace("spec: {clusterQueue: research}", "spec: {clusterQueue: reserch}")
+    text = "\n---\n".join([NODES, queues, kueue_job("job", 1)])
+    result = simulate(load_documents(("m.yaml", d) for d in yaml.safe_load_all(text)), SimOptions())
+    (gang,) = result.gangs
+    assert gang.start is None
+    assert gang.reason.startswith(
+        "LocalQueue team-a/user-queue points to ClusterQueue 'reserch', which does not exist"
+    )
