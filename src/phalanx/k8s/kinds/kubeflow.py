@@ -35,10 +35,8 @@ from phalanx.k8s.fields import (
 )
 from phalanx.k8s.kinds.common import controller_hints, join, template_pod
 from phalanx.k8s.meta import (
-    DURATION,
     annotations_of,
     describing,
-    duration_annotation,
     labels_of,
     name_of,
     namespace_of,
@@ -46,6 +44,7 @@ from phalanx.k8s.meta import (
     root,
 )
 from phalanx.k8s.objects import SCHEDULER_PLUGINS_GROUPS, VOLCANO_GROUP
+from phalanx.k8s.pods import pod_duration
 from phalanx.k8s.priority import PriorityTable
 
 #: kind → (replica specs field, replica types in order)
@@ -136,11 +135,8 @@ def kubeflow_job_from_dict(
 
 
 def _duration(job: Obj, run_policy: Obj, replicas: list[tuple[str, int, PodSpec]]) -> float | None:
-    duration = duration_annotation(annotations_of(job), DURATION)
+    duration = pod_duration(annotations_of(job), run_policy, "spec.runPolicy")
     if duration is not None:
         return duration
-    deadline = get_int(run_policy, "activeDeadlineSeconds", "spec.runPolicy", minimum=1)
-    if deadline is not None:
-        return float(deadline)
     launcher = [pod.duration for role, _, pod in replicas if role == "launcher"]
     return launcher[0] if launcher else None

@@ -66,6 +66,7 @@ from phalanx.k8s.meta import (
     root,
 )
 from phalanx.k8s.objects import MAX_JOB_PODS, SCHEDULER_PLUGINS_GROUPS, VOLCANO_GROUP
+from phalanx.k8s.pods import pod_duration
 from phalanx.k8s.priority import PriorityTable
 
 VERSION = "ray.io/v1"
@@ -183,10 +184,10 @@ def _timed(top: Obj, kind: str, groups: list[Group]) -> list[Group]:
     """Every pod with the object's duration (a RayJob's: else ``activeDeadlineSeconds``) and
     runtime hints where its template says nothing."""
     spec = get_mapping(top, "spec", "")
-    duration = duration_annotation(annotations_of(top), DURATION)
-    if duration is None and kind == JOB:
-        deadline = get_int(spec, "activeDeadlineSeconds", "spec", minimum=1)
-        duration = None if deadline is None else float(deadline)
+    if kind == JOB:
+        duration = pod_duration(annotations_of(top), spec, "spec")
+    else:
+        duration = duration_annotation(annotations_of(top), DURATION)
     hints, _ = controller_hints(top, spec if kind == JOB else None)
     out = []
     for group in groups:

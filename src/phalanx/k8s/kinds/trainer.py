@@ -70,10 +70,8 @@ from phalanx.k8s.kinds.trainer_runtime import (
     TrainingRuntime,
 )
 from phalanx.k8s.meta import (
-    DURATION,
     annotations_of,
     describing,
-    duration_annotation,
     labels_of,
     name_of,
     namespace_of,
@@ -81,6 +79,7 @@ from phalanx.k8s.meta import (
     root,
 )
 from phalanx.k8s.objects import MAX_JOB_PODS, VOLCANO_GROUP, job_spec
+from phalanx.k8s.pods import pod_duration
 from phalanx.k8s.priority import PriorityTable
 
 KIND = "TrainJob"
@@ -267,11 +266,7 @@ def _timed(top: Obj, spec: Obj, jobs: list[tuple[str, JobSpec]]) -> list[tuple[s
 
 
 def _duration(top: Obj, spec: Obj) -> float | None:
-    duration = duration_annotation(annotations_of(top), DURATION)
-    if duration is not None:
-        return duration
-    deadline = get_int(spec, "activeDeadlineSeconds", "spec", minimum=1)
-    return None if deadline is None else float(deadline)
+    return pod_duration(annotations_of(top), spec, "spec")
 
 
 def _gang(
