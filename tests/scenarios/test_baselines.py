@@ -193,3 +193,47 @@ def test_coscheduling_rejection_is_a_statement_and_applied_by_the_applier() -> N
     assert sum(p.status is PodStatus.RESERVED for p in gang.members) == 1  # g-9, assumed anew
     assert all(p.failures == 1 for p in gang.members[:9])
     assert gang.permit_deadline == 120.0 and state.permits == {"default/g": gang}
+
+
+def _kueue_pod(group: str, index: int) -> str:
+    return (
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n"
+        f"  name: {group}-{index}\n  namespace: team-a\n"
+        "  labels:\n    kueue.x-k8s.io/queue-name: user-queue\n"
+        f"    kueue.x-k8s.io/pod-group-name: {group}\n"
+        '  annotations: {kueue.x-k8s.io/pod-group-total-count: "4", phalanx.dev/duration: 30m}\n'
+        "spec:\n  containers:\n  - name: worker\n    image: registry.example/train:1\n"
+        '    resources: {limits: {nvidia.com/gpu: "1"}}\n'
+    )
+
+
+def test_kueue_admits_a_workload_whole_so_two_groups_never_split_one_quota(
+    tmp_path: Path,
+) -> None:
+    """Kueue reserves a Workload's quota for all its pods at admission. Two 4-pod groups whose
+    pods arrive interleaved, in a ClusterQueue of 4 GPUs on a cluster of 8: admitting pod by
+    pod gave each group 2 pods and the quota was full, so both waited forever. Admitted whole,
+    the first runs, then the second."""
+    nodes = "".join(
+        f"---\napiVersion: v1\nkind: Node\nmetadata: {{name: gpu-{i}}}\n"
+        'status: {allocatable: {cpu: "16", memory: 64Gi, nvidia.com/gpu: "1", pods: "110"}}\n'
+        for i in range(8)
+    )
+    queues = (
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\n"
+        "metadata: {name: default-flavor}\n"
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\n"
+        "metadata: {name: team-a-cq}\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: default-flavor\n"
+        "      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]\n"
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+        "metadata: {name: user-queue, namespace: team-a}\nspec: {clusterQueue: team-a-cq}\n"
+    )
+    pods = "".join(_kueue_pod(group, i) for i in range(4) for group in ("a", "b"))
+    path = tmp_path / "kueue-interleaved.yaml"
+    path.write_text(nodes + queues + pods)
+    events: list[dict[str, Any]] = []
+    result = simulate(load_files([path]), SimOptions(policy="kueue"), events.append)
+    assert result.count("deadlocked") == 0 and result.count("completed") == 2
+    binds = [(e["t"], e["gang"]) for e in events if e["type"] == "bind"]
+    assert sorted(binds) == [(0.0, "team-a/a")] * 4 + [(1800.0, "team-a/b")] * 4

@@ -304,22 +304,70 @@ def _padded(request: Vector, width: int) -> Vector:
 
 
 class Quota(Queues):
-    """Quota-only admission in the manner of Kueue: a gang (or pod) is admitted while its
-    queue stays within capability; no fair-share order, no held room, no growth rule."""
+    """Quota-only admission in the manner of Kueue: a workload (a gang, or a lone pod) is
+    admitted whole while its queue stays within capability, and its pods are then placed one
+    at a time; no fair-share order, no held room, no growth rule.
+
+    Kueue reserves a Workload's quota for all its pods at admission, before any is placed,
+    so two Jobs can never each hold part of one queue's quota. Here a gang counts as admitted
+    once one of its pods is placed: its first pod is let in only if the whole gang's pending
+    pods fit its queue's (and ancestors') capability, and from then on its pending pods count
+    as used, so no other gang takes the quota they were admitted with. (A gang whose quota
+    fits but whose first pod finds no node is not yet admitted here, where Kueue would
+    already hold its quota; the two differ only while no node has room for it.)"""
 
     name = "quota"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.admitted: set[str] = set()  # gangs admitted by the start of this cycle or in it
+
+    def open_session(self, session: Session) -> None:
+        super().open_session(session)
+        self.admitted = set()
+        if not self.book.active:
+            return
+        state, width = session.state, len(session.state.index)
+        for gang in [*state.waiting.values(), *state.blocked.values()]:
+            if gang.placed > 0:
+                self.admitted.add(gang.ident)
+                self._reserve(gang.pending(), gang, width)
 
     def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         return ()
 
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
-        queue = self.book.queue_of(unit.gang)
+        gang = unit.gang
+        queue = self.book.queue_of(gang)
         if self.book.missing(queue):
-            return (
-                "QueueMissing",
-                _missing(queue, unit.gang.namespace, self.book.named(unit.gang)),
-            )
-        return self.over_capability(queue, unit.pods)
+            return ("QueueMissing", _missing(queue, gang.namespace, self.book.named(gang)))
+        self._catch_up()
+        if gang.ident in self.admitted:
+            return None  # its quota was reserved when it was admitted
+        return self.over_capability(queue, gang.pending())
+
+    def _catch_up(self) -> None:
+        """A bind admits its gang: the quota of all its pending pods is reserved at once (its
+        later binds are inside that reservation)."""
+        session = self.session
+        if session is None:
+            return
+        binds, width = session.result.binds, len(session.state.index)
+        for pod, _ in binds[self.seen :]:
+            gang = pod.gang
+            if gang.ident not in self.admitted:
+                self.admitted.add(gang.ident)
+                self._reserve([pod, *gang.pending()], gang, width)
+        self.seen = len(binds)
+
+    def _reserve(self, pods: list[PodInfo], gang: GangInfo, width: int) -> None:
+        """Count ``pods`` as used by ``gang``'s queue and its ancestors for this cycle."""
+        if not pods:
+            return
+        need = _asks(pods, width).sum(axis=0)
+        for name in self.book.ancestry(self.book.queue_of(gang)):
+            total = self.committed.setdefault(name, np.zeros(width))
+            total += need
 
 
 def _missing(queue: str, namespace: str, named: str) -> str:

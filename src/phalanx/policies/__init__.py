@@ -33,9 +33,10 @@ policy documents the source semantics it follows and lists its actions in order.
   no queues: capabilities are not enforced (Slurm without QOS limits), so on capped queues it
   runs gangs the queue-aware policies hold (a baseline for the reservation trade-off, not for
   quotas).
-- ``kueue``: a quota-only admission baseline in the manner of Kueue — a pod is admitted while
-  its queue stays within ``capability`` (nominal quota plus borrowing limit), then placed on
-  its own as ``kube-default`` does; no fair-share order and no preemption.
+- ``kueue``: a quota-only admission baseline in the manner of Kueue — a workload (gang) is
+  admitted whole while its queue stays within ``capability`` (nominal quota plus borrowing
+  limit) and holds that quota for all its pods, which are then placed one at a time as
+  ``kube-default`` does; no fair-share order and no preemption.
 - ``coscheduling``: the scheduler-plugins Coscheduling plugin inside kube-scheduler — pods
   one at a time, assumed at Permit while holding resources until the group reaches
   ``minMember`` or times out (see :mod:`phalanx.actions.coscheduling`); default scoring
@@ -211,7 +212,8 @@ POLICIES: dict[str, Policy] = {
     ),
     "kueue": Policy(
         "kueue",
-        "quota-only admission (within queue capability), then pod at a time like kube-default",
+        "quota-only admission of whole workloads (within queue capability), then pod at a "
+        "time like kube-default",
         ("quota", "priority"),
         "spread",
         ("allocate",),
