@@ -530,3 +530,42 @@ def test_usage_with_memory_lets_the_queue_that_used_less_go_first() -> None:
         simulate(workload, options, events.append)
         at_four = [e["gang"] for e in events if e["type"] == "bind" and e["t"] == 4 * 3600]
         assert at_four == [first], half_life
+
+
+def test_fifo_reserve_passes_over_a_gang_held_by_its_queue_limit_as_slurm_does() -> None:
+    """The strict baseline with QOS-like limits. ``a`` holds all 8 GPUs of its capped queue
+    until 4h; ``b`` (the same queue, first in FIFO order) is held by that limit, not by
+    nodes; ``c`` (another queue) fits the idle node. Slurm passes over a job held by a QOS
+    or association limit, so ``c`` starts at once and ``b`` when ``a`` ends. Before, the
+    baseline had no queues: ``b`` ran at once beside ``a``, over its queue's capability."""
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("capped", capability={GPU: "8"}),
+        queue("other"),
+        *gang("a", 1, 8, q="capped", run="4h", annotations=_EST_4H),
+        *gang("b", 1, 8, q="capped", at="1s", run="1h", annotations=_EST_2H),
+        *gang("c", 1, 8, q="other", at="2s", run="2h", annotations=_EST_2H),
+    ]
+    result, _ = run(objects, policy="fifo-reserve", until=12 * 3600)
+    starts = {g.name: g.start for g in result.gangs}
+    assert starts == {"a": 0.0, "b": 4 * 3600.0, "c": 2.0}
+    b = next(g for g in result.gangs if g.name == "b")
+    assert b.expected_start_first == 4 * 3600.0
+
+
+def test_fifo_reserve_still_blocks_behind_a_head_that_waits_for_nodes() -> None:
+    """Strict order is kept where the head waits for nodes rather than its queue: ``big``
+    (16 GPUs, within its queue's 24 beside ``a``'s 8) is reserved when ``a`` ends, and
+    ``small`` behind it waits although a node is free, as Slurm without backfill does."""
+    objects = [
+        node("n0", 8),
+        node("n1", 8),
+        queue("capped", capability={GPU: "24"}),
+        *gang("a", 1, 8, q="capped", run="4h", annotations=_EST_4H),
+        *gang("big", 2, 8, q="capped", at="1s", run="1h", annotations=_EST_2H),
+        *gang("small", 1, 8, at="2s", run="1h", annotations=_EST_2H),
+    ]
+    result, _ = run(objects, policy="fifo-reserve", until=12 * 3600)
+    starts = {g.name: g.start for g in result.gangs}
+    assert starts == {"a": 0.0, "big": 4 * 3600.0, "small": 5 * 3600.0}

@@ -28,7 +28,9 @@ it is a big head's (``big_first``). Elastic growth of a gang already running ran
 reservation; a preemptor whose victims were evicted for it (it holds their room) is admitted.
 ``strict`` mode (``fifo-reserve``) admits nothing ranked after a reservation, nor after a head
 whose start is unknown (something it waits for has no estimate): it blocks its queue, as
-strict FIFO does. A gang whose reservation is due starts on the nodes it reserved
+strict FIFO does. A gang its capped queue has no room for now is passed over instead (no
+reservation, blocking nobody), as Slurm passes over a job held by a QOS or association
+limit. A gang whose reservation is due starts on the nodes it reserved
 (``nodes_for``).
 
 A gang that starts after it has aged (on its reservation, or on room it found; either way it
@@ -275,6 +277,8 @@ class Book:
             room_at = queue_room_at(
                 session, who.gang, who.requests, self.reserve.running.values(), self.held
             )
+            if settings.mode == "strict" and room_at > now:
+                continue  # held by its queue's limit it blocks nobody, as in Slurm
             if found is not None and room_at > found[0]:
                 found = self._from(who, room_at)  # its queue has room only then
             if found is None:

@@ -314,7 +314,9 @@ class Quota(Queues):
     pods fit its queue's (and ancestors') capability, and from then on its pending pods count
     as used, so no other gang takes the quota they were admitted with. (A gang whose quota
     fits but whose first pod finds no node is not yet admitted here, where Kueue would
-    already hold its quota; the two differ only while no node has room for it.)"""
+    already hold its quota; the two differ only while no node has room for it.) Where a unit
+    is a whole gang (``gang_units``: the ``fifo-reserve`` baseline's QOS-like limits) the
+    gang is admitted with its unit, as the ``queues`` plugin does."""
 
     name = "quota"
 
@@ -325,7 +327,7 @@ class Quota(Queues):
     def open_session(self, session: Session) -> None:
         super().open_session(session)
         self.admitted = set()
-        if not self.book.active:
+        if not self.book.active or session.config.gang_units:
             return
         state, width = session.state, len(session.state.index)
         for gang in [*state.waiting.values(), *state.blocked.values()]:
@@ -341,16 +343,22 @@ class Quota(Queues):
         queue = self.book.queue_of(gang)
         if self.book.missing(queue):
             return ("QueueMissing", _missing(queue, gang.namespace, self.book.named(gang)))
+        if self._gang_units():
+            return self.over_capability(queue, unit.pods)
         self._catch_up()
         if gang.ident in self.admitted:
             return None  # its quota was reserved when it was admitted
         return self.over_capability(queue, gang.pending())
 
+    def _gang_units(self) -> bool:
+        return self.session is not None and self.session.config.gang_units
+
     def _catch_up(self) -> None:
         """A bind admits its gang: the quota of all its pending pods is reserved at once (its
         later binds are inside that reservation)."""
         session = self.session
-        if session is None:
+        if session is None or session.config.gang_units:
+            super()._catch_up()
             return
         binds, width = session.result.binds, len(session.state.index)
         for pod, _ in binds[self.seen :]:

@@ -29,10 +29,10 @@ policy documents the source semantics it follows and lists its actions in order.
   Inqueue), as with Volcano PodGroups that set no ``minResources``.
 - ``fifo-reserve``: the strict baseline Slurm users know without backfill — gangs in priority
   then FIFO order, the first that cannot start gets a reservation (the earliest time it fits
-  on the running gangs' estimated ends) and nothing behind it starts before it does. It has
-  no queues: capabilities are not enforced (Slurm without QOS limits), so on capped queues it
-  runs gangs the queue-aware policies hold (a baseline for the reservation trade-off, not for
-  quotas).
+  on the running gangs' estimated ends) and nothing behind it starts before it does. Queue
+  capabilities are limits, as Slurm's QOS and association limits (``GrpTRES``): a gang whose
+  queue has no room for it now is passed over, blocking nobody, and no fair share orders the
+  queues.
 - ``kueue``: a quota-only admission baseline in the manner of Kueue — a workload (gang) is
   admitted whole while its queue stays within ``capability`` (nominal quota plus borrowing
   limit) and holds that quota for all its pods, which are then placed one at a time as
@@ -174,9 +174,9 @@ POLICIES: dict[str, Policy] = {
     ),
     "fifo-reserve": Policy(
         "fifo-reserve",
-        "Slurm-like strict baseline: priority then FIFO, the head of each queue reserved, "
-        "no backfill",
-        ("priority", "gang"),
+        "Slurm-like strict baseline: priority then FIFO, the head reserved, no backfill; "
+        "queue capabilities as QOS limits",
+        ("quota", "priority", "gang"),
         "binpack",
         ("reserve-strict", "allocate"),
         SessionConfig(gang_units=True, timeouts=False),

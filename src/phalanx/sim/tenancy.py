@@ -189,8 +189,8 @@ class ShareMeter:
         """After a cycle: what each queue holds and deserves from now on. With no queue in
         play (none declared, every gang in ``default``) that is O(1): the one queue holds
         what is allocated and deserves what it asks, up to the cluster; otherwise the book's
-        figures (refreshed here when the policy's plugins did not; the book recomputes only
-        the gangs that changed since, see :mod:`phalanx.cluster.queuetally`)."""
+        figures, refreshed here after the cycle (the book recomputes only the gangs that
+        changed since, see :mod:`phalanx.cluster.queuetally`)."""
         book = sim.state.queues
         if not (book.active or book.declared or self.multi):
             capacity = float(sim.state.table.total_allocatable()[sim.state.table.gpu_col])
@@ -198,10 +198,12 @@ class ShareMeter:
             deserved = min(capacity, held + self.pending_milli)
             self._set(sim, DEFAULT_QUEUE, held, deserved, held + self.pending_milli > 0)
             return
-        if not book.active:
-            total = sim.state.table.total_allocatable().astype(np.float64)
-            book.refresh(sim.state.waiting_gangs(), sim.state.index, total)
-            book.active = False
+        # after the cycle: the plugins' refresh at its start does not hold what it bound
+        # (without ``now`` no usage history is sampled, so no decision moves)
+        active = book.active
+        total = sim.state.table.total_allocatable().astype(np.float64)
+        book.refresh(sim.state.waiting_gangs(), sim.state.index, total)
+        book.active = active
         gpu = sim.state.table.gpu_col
         names = set(book.uses) | set(self.held)
         for name in names:
