@@ -22,6 +22,7 @@ from phalanx.api.specs import ControllerSpec, JobSpec
 from phalanx.k8s.apis import kueue
 from phalanx.k8s.apis.owner import owner_queue
 from phalanx.k8s.fields import as_mapping, child, fail, get_int, get_list, get_mapping, get_str
+from phalanx.k8s.kinds.common import snapshot_member
 from phalanx.k8s.meta import (
     annotations_of,
     describing,
@@ -35,6 +36,7 @@ from phalanx.k8s.objects import job_spec
 from phalanx.k8s.priority import PriorityTable
 
 KIND = "JobSet"
+GROUP = "jobset.x-k8s.io"
 
 
 def jobset_from_dict(obj: Mapping[str, Any], priorities: PriorityTable) -> ControllerSpec:
@@ -95,3 +97,21 @@ def admitted_whole(
         )
         out.append(dataclasses.replace(job, template=member))
     return tuple(out)
+
+
+def snapshot_owners(spec: ControllerSpec) -> dict[str, JobSpec | ControllerSpec]:
+    """``Kind/NAME`` → what the JobSet (or the TrainJob that made it) says of the pods a
+    snapshot holds of it, for each owner they may name (its Jobs, the JobSet): its Kueue gang
+    (if any) without role minimums, as the gang of the pods present (their roles unknown)."""
+    jobs = [dataclasses.replace(job, template=snapshot_member(job.template)) for job in spec.jobs]
+    whole = dataclasses.replace(spec, jobs=tuple(jobs))
+    owners: dict[str, JobSpec | ControllerSpec] = {f"Job/{job.name}": job for job in jobs}
+    return owners | {f"{KIND}/{spec.name}": whole}
+
+
+def made_by(spec: ControllerSpec) -> set[tuple[str, str, str, str]]:
+    """``(API group, kind, namespace, name)`` of the JobSet and of its Jobs
+    (``NAME-RJ-INDEX``): a snapshot object owned by any of them means the JobSet already
+    runs, its Jobs' pods are in the input."""
+    ns = spec.namespace
+    return {(GROUP, KIND, ns, spec.name)} | {("batch", "Job", ns, job.name) for job in spec.jobs}

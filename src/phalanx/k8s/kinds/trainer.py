@@ -57,6 +57,7 @@ from phalanx.k8s.fields import (
     get_mapping,
     get_str,
 )
+from phalanx.k8s.kinds import jobset
 from phalanx.k8s.kinds.common import controller_hints, join, owner_timed
 from phalanx.k8s.kinds.jobset import admitted_whole
 from phalanx.k8s.kinds.trainer_patches import Patches, jobset_annotations, patched, pod_patches
@@ -84,7 +85,6 @@ from phalanx.k8s.priority import PriorityTable
 
 KIND = "TrainJob"
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
-JOBSET_GROUP = "jobset.x-k8s.io"
 #: (kind, namespace or "", name) → the runtime, or None when it failed its own checks
 Runtimes = Mapping[tuple[str, str, str], TrainingRuntime | None]
 
@@ -307,25 +307,13 @@ def _joined(job: JobSpec, gang: GangSpec) -> JobSpec:
 
 def snapshot_owners(spec: ControllerSpec) -> dict[str, JobSpec | ControllerSpec]:
     """``Kind/NAME`` → what the TrainJob says of the pods a snapshot holds of it, for each
-    owner they may name (its Jobs, its JobSet, the TrainJob): its Kueue gang (if any) without
-    role minimums, as the gang of the pods present (their roles unknown)."""
-    jobs = []
-    for job in spec.jobs:
-        gang = job.template.declared_gang
-        if gang is not None:
-            gang = dataclasses.replace(gang, role_minimums={})
-            job = dataclasses.replace(
-                job, template=dataclasses.replace(job.template, declared_gang=gang)
-            )
-        jobs.append(job)
-    whole = dataclasses.replace(spec, jobs=tuple(jobs))
-    owners: dict[str, JobSpec | ControllerSpec] = {f"Job/{job.name}": job for job in jobs}
-    return owners | {f"JobSet/{spec.name}": whole, f"{KIND}/{spec.name}": whole}
+    owner they may name: its JobSet's (:func:`~phalanx.k8s.kinds.jobset.snapshot_owners`) and
+    the TrainJob itself."""
+    owners = jobset.snapshot_owners(spec)
+    return owners | {f"{KIND}/{spec.name}": owners[f"{jobset.KIND}/{spec.name}"]}
 
 
 def made_by(spec: ControllerSpec) -> set[tuple[str, str, str, str]]:
     """``(API group, kind, namespace, name)`` of the TrainJob, its JobSet and its Jobs: a
     snapshot object owned by any of them means the TrainJob already runs."""
-    ns = spec.namespace
-    keys = {(API, KIND, ns, spec.name), (JOBSET_GROUP, "JobSet", ns, spec.name)}
-    return keys | {("batch", "Job", ns, job.name) for job in spec.jobs}
+    return jobset.made_by(spec) | {(API, KIND, spec.namespace, spec.name)}
