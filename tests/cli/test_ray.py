@@ -141,3 +141,19 @@ def test_bad_ray_objects_get_one_line_each(tmp_path: Path) -> None:
         f"phalanx: error: {bad}: RayCluster ml/huge: spec.workerGroupSpecs[0].replicas: "
         "4294967294 pods is above phalanx's limit of 1,000,000",
     ]
+
+
+def test_a_snapshots_ray_pods_run_their_owners_declared_duration(tmp_path: Path) -> None:
+    """A `kubectl get rayjobs,rayclusters,pods -o yaml` dump: the RayJob's cluster pods run
+    its activeDeadlineSeconds, the RayCluster's its phalanx.dev/duration, not the default."""
+    result, events = simulate(tmp_path, HERE / "snapshot.yaml", until="5h")
+    finish = {g["name"]: g["finish"] for g in result["gangs"]}
+    assert finish == {
+        "tune-x4k2z-head-7hq2p": 7200,
+        "tune-x4k2z-gpu-worker-m2v8s": 7200,
+        "notebook-head-c5t9k": 10800,
+        "notebook-gpu-worker-w6n3r": 10800,
+    }
+    assert result["default_duration_gangs"] == 0
+    assert len([e for e in events if e["type"] == "submit" and e["pod"]]) == 4  # none made again
+    assert result["gpu_allocation"] == [[0, 16], [7200, 8], [10800, 0]]

@@ -311,3 +311,46 @@ def test_pods_a_snapshot_shows_owned_by_the_jobset_count_the_trainjob_once(tmp_p
     assert len([e for e in events if e["type"] == "submit" and "pretrain" in (e["pod"] or "")]) == 2
     running = gang(result, "pretrain")
     assert (running["queue"], running["start"], running["finish"]) == ("gpu-cq", 0, 3600)
+
+
+def test_a_runtimes_depends_on_runs_the_initializer_before_the_trainer_gang(
+    tmp_path: Path,
+) -> None:
+    """A runtime whose trainer job dependsOn its dataset initializer (Complete), as Trainer v2
+    runtimes have it: the trainer's pods are made when the initializer succeeded, and the
+    PodGroup, which they could never share with it, counts only them."""
+    text = RUNTIMES.read_text()
+    start = text.index("kind: TrainingRuntime")
+    llm = text[start : text.index("---", start)]
+    staged = llm.replace("name: llm-volcano", "name: llm-staged").replace(
+        "labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}",
+        "labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}\n"
+        "              annotations: {phalanx.dev/duration: 15m}",
+    )
+    staged = staged.replace(
+        "        - name: node\n",
+        "        - name: node\n"
+        "          dependsOn: [{name: dataset-initializer, status: Complete}]\n",
+        1,
+    )
+    runtime = "apiVersion: trainer.kubeflow.org/v1alpha1\n" + staged
+    job = trainjob("llm", "llm-volcano", annotations="{phalanx.dev/duration: 1h}")
+    job = job.replace("name: llm-volcano", "name: llm-staged")
+    result, events = simulate(tmp_path, runtime, job)
+    created = {e["pod"]: e["t"] for e in events if e["type"] == "submit" and e["pod"]}
+    assert created == {
+        "ml/llm-dataset-initializer-0-0": 0,
+        "ml/llm-node-0-0": 900,
+        "ml/llm-node-0-1": 900,
+    }
+    record = gang(result, "llm")
+    assert (record["min_member"], record["queue"]) == (2, "research")
+    assert (record["start"], record["finish"]) == (900, 900 + 3600)
+    bad = runtime.replace("status: Complete", "status: Done")
+    (tmp_path / "bad.yaml").write_text(bad)
+    code, out = run(["simulate", str(NODES), str(tmp_path / "bad.yaml")])
+    assert code == 2 and out.strip() == (
+        f"phalanx: error: {tmp_path / 'bad.yaml'}: TrainingRuntime ml/llm-staged: "
+        "spec.template.spec.replicatedJobs[1].dependsOn[0].status: must be Ready or Complete, "
+        "not 'Done'"
+    )

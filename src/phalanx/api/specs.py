@@ -224,6 +224,17 @@ class GangSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class JobDependency:
+    """A JobSet's ``dependsOn`` entry, for one of its Jobs: the Job is created only once every
+    Job of ``jobs`` (those of the replicated job ``replicated_job``) is ``Complete`` (all its
+    pods succeeded) or ``Ready`` (all the pods it runs at once are running)."""
+
+    replicated_job: str
+    jobs: tuple[str, ...]  # Job names, in the Job's namespace
+    status: str  # "Ready" or "Complete"
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """``batch/v1`` Job: the simulator's job controller creates ``parallelism`` pods."""
 
@@ -234,6 +245,8 @@ class JobSpec:
     template: PodSpec  # name is the job name; pods are named NAME-INDEX
     #: ``spec.suspend: true`` with no queue manager to admit it: its controller makes no pods
     suspended: bool = False
+    #: a JobSet's ``dependsOn``: its controller creates the Job once these hold
+    depends_on: tuple[JobDependency, ...] = ()
 
     @property
     def at_once(self) -> int:

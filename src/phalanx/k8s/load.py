@@ -12,9 +12,10 @@ expanded, empty documents skipped), so a pod may precede the PriorityClass or Po
 4. resolve the Workload API (``workloadRef`` → the gang of its pod group, ``basic`` groups →
    no gang), drop controllers whose pods are already in the input (a snapshot: something names
    them in ``ownerReferences``; a dropped Job or controller that runs to an end still tells its
-   pods what it says of them, :func:`~phalanx.k8s.objects.adopted_by`; a TrainJob is dropped
-   when something names it, its JobSet or one of its Jobs), and check that every gang a pod
-   names exists.
+   pods what it says of them, :func:`~phalanx.k8s.objects.adopted_by`; a TrainJob or a JobSet
+   is dropped when something names it, its JobSet or one of its Jobs, which a snapshot need
+   not hold; a RayJob speaks for the pods of the RayCluster it made, ``NAME-xxxxx``), and
+   check that every gang a pod names exists.
 
 Bad objects are collected: the run stops with an :class:`InputErrors` of all of them (one
 line each, located by file, object and field). Items keep document order and carry the file
@@ -33,7 +34,7 @@ from phalanx.api.errors import InputError, InputErrors
 from phalanx.api.specs import ControllerSpec, JobSpec, PodSpec
 from phalanx.api.workload import Timing, Workload
 from phalanx.k8s.fields import Obj, as_list, child, describe, get_str
-from phalanx.k8s.kinds import trainer
+from phalanx.k8s.kinds import jobset, ray, trainer
 from phalanx.k8s.kinds.trainer_runtime import API as TRAINER_API
 from phalanx.k8s.kinds.trainer_runtime import CLUSTER_KIND, NAMESPACED_KIND, TrainingRuntime
 from phalanx.k8s.kindtable import CLUSTER_SCOPED, KINDS, NAMESPACED, Converted, Kind
@@ -253,6 +254,7 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
                 continue
             converted[i] = priority_class
     owners = _owners(parsed)
+    ray_clusters = _ray_clusters(parsed)
     broken: set[tuple[str, str, str]] = set()
     runtimes = _runtimes(parsed, table, converted, loader.errors, broken)
     kept: list[tuple[Doc, Converted, Timing]] = []
@@ -276,12 +278,14 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             loader.errors.append(exc.located(source=doc.source, obj=doc.label))
             broken.add((doc.key[0], doc.key[2], doc.key[3]))  # its members are not reported
             continue
-        if isinstance(spec, ControllerSpec) and _trainjob_runs(spec, owners):
-            made.update({(spec.namespace, o): m for o, m in trainer.snapshot_owners(spec).items()})
+        if isinstance(spec, ControllerSpec) and (adopting := _snapshot_owners(spec, owners)):
+            made.update({(spec.namespace, o): m for o, m in adopting.items()})
             continue  # a snapshot: its Jobs' pods are in the input
         if doc.key in owners and isinstance(spec, ControllerSpec | JobSpec):
             if isinstance(spec, JobSpec):
                 made[spec.namespace, f"Job/{spec.name}"] = spec
+            elif spec.kind in (ray.CLUSTER, ray.JOB):
+                _made_by_ray(made, spec, ray_clusters.get((spec.namespace, spec.name), []))
             elif not spec.service:
                 made[spec.namespace, f"{spec.kind.split('.')[0]}/{spec.name}"] = spec
             continue  # a snapshot: its controller already made the pods that are in the input
@@ -322,9 +326,45 @@ def _runtimes(
     return runtimes
 
 
-def _trainjob_runs(spec: ControllerSpec, owners: set[tuple[str, str, str, str]]) -> bool:
-    """Is ``spec`` a TrainJob that a snapshot object names, or names its JobSet or a Job?"""
-    return spec.kind == trainer.KIND and bool(trainer.made_by(spec) & owners)
+def _snapshot_owners(
+    spec: ControllerSpec, owners: set[tuple[str, str, str, str]]
+) -> dict[str, JobSpec | ControllerSpec]:
+    """A TrainJob or JobSet that a snapshot object names, or names its JobSet or one of its
+    Jobs: what it says of its pods, by each owner they may name (else nothing)."""
+    if spec.kind not in (trainer.KIND, jobset.KIND):
+        return {}
+    kind = trainer if spec.kind == trainer.KIND else jobset
+    return kind.snapshot_owners(spec) if kind.made_by(spec) & owners else {}
+
+
+def _ray_clusters(docs: Sequence[Doc]) -> dict[tuple[str, str], list[str]]:
+    """(namespace, RayJob name) → the RayClusters of the input that the RayJob controls."""
+    clusters: dict[tuple[str, str], list[str]] = {}
+    for doc in docs:
+        if doc.key[:2] != ("ray.io", ray.CLUSTER):
+            continue
+        meta = doc.obj.get("metadata")
+        refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+        for ref in refs if isinstance(refs, list) else []:
+            if isinstance(ref, Mapping) and ref.get("kind") == ray.JOB and ref.get("controller"):
+                name = ref.get("name")
+                if isinstance(name, str):
+                    clusters.setdefault((doc.key[2], name), []).append(doc.key[3])
+    return clusters
+
+
+def _made_by_ray(
+    made: dict[tuple[str, str], JobSpec | ControllerSpec],
+    spec: ControllerSpec,
+    clusters: list[str],
+) -> None:
+    """Record what a snapshot's RayCluster or RayJob says of its pods: a RayJob's word on the
+    clusters it made comes before what those clusters say themselves."""
+    for owner, said in ray.snapshot_owners(spec, clusters).items():
+        if spec.kind == ray.JOB:
+            made[spec.namespace, owner] = said
+        else:
+            made.setdefault((spec.namespace, owner), said)
 
 
 def _adopted(

@@ -41,6 +41,7 @@ class SimBackend:
                 sim.emit("bind", pod=pod, node=sim.state.table.names[node], path=sim.path(node))
         if gang.started is not None:  # an elastic gang grows
             sim.elastic.resize(sim, gang, grew=[pod for pod, _ in binds])
+            sim.jobs_running([pod for pod, _ in binds])
         elif sim.options.startup_delay > 0:
             sim.queue.push(Event(sim.now + sim.options.startup_delay, Kind.RUNNING, gang))
         else:

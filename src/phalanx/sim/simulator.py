@@ -332,6 +332,15 @@ class Simulation:
         duration = self._duration(gang)
         if duration is not None:
             self.elastic.start(self, gang, self.disruptions.remaining(gang, duration))
+        self.jobs_running(running)
+
+    def jobs_running(self, pods: list[PodInfo]) -> None:
+        """Tell the Job controller these pods run (a JobSet's Job may wait for them); pods it
+        makes then (perhaps while a cycle's result is applied) get a cycle of their own."""
+        if self.jobs.waiting:
+            made = [self.jobs.pod_running(pod.spec) for pod in pods]
+            if any(made):
+                self.backend.wake_at(self.now)
 
     def plan_finish(self, gang: GangInfo, at: float) -> None:
         """``gang``'s work ends at ``at`` (a FINISH planned before no longer counts)."""

@@ -38,9 +38,10 @@ listing a lone pod as a big gang (``min_gpus`` at or below its GPUs), aging from
 gang), queues that count (a waiting gang's queue key adds up the demand ahead of it in its
 queue and equal pods are ordered by name: once a queue is declared or named, every unborn pod
 is made), Jobs the run deletes (the action keeps a candidate for a deleted pending pod; an
-unborn one would not be one), pods told their own name (invalid ones), and pods that are
+unborn one would not be one), pods told their own name (invalid ones), pods that are
 gated, bound, in a PodGroup or in a namespace with a ResourceQuota (pods count against it
-from their creation).
+from their creation), and Jobs that wait for others (a JobSet's ``dependsOn``: they are made
+when released, perhaps while a cycle's result is applied).
 
 What the run reports is kept as if every pod had been made when it was wanted: a record per
 pod (submitted then, in order), its ``submit`` event, the queue length, the queues' demand,
@@ -152,6 +153,8 @@ class Unborn:
     # -- the Job controller's questions --------------------------------------------------------
     def room(self, run: JobRun, count: int) -> int:
         if not self.calm() or not self._lone(run.spec.template) or _key(run) in self.doomed:
+            return count
+        if run.spec.depends_on:  # made when released, perhaps while a cycle is applied
             return count
         tail = self.tails.get(_key(run))
         if tail is not None and tail.spans:

@@ -66,3 +66,12 @@ def owner_timed(pod: PodSpec, duration: float | None, hints: RuntimeHints) -> Po
     """``pod`` with its owner's duration and runtime hints where it says nothing itself."""
     pod = with_duration(pod, pod.duration or duration)
     return dataclasses.replace(pod, runtime_hints=merged(pod.runtime_hints, hints))
+
+
+def snapshot_member(pod: PodSpec) -> PodSpec:
+    """``pod`` (a template) as a snapshot's pods take it: its declared gang (Kueue's, ...)
+    without role minimums, as the gang of the pods present, whose roles are unknown."""
+    gang = pod.declared_gang
+    if gang is None or not gang.role_minimums:
+        return pod
+    return dataclasses.replace(pod, declared_gang=dataclasses.replace(gang, role_minimums={}))

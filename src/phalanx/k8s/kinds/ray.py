@@ -33,7 +33,7 @@ autoscaling beyond the desired replicas, ``rayStartParams`` and ``entrypoint`` (
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +53,13 @@ from phalanx.k8s.fields import (
     get_str,
     get_string_map,
 )
-from phalanx.k8s.kinds.common import controller_hints, join, owner_timed, template_pod
+from phalanx.k8s.kinds.common import (
+    controller_hints,
+    join,
+    owner_timed,
+    snapshot_member,
+    template_pod,
+)
 from phalanx.k8s.meta import (
     DURATION,
     annotations_of,
@@ -244,3 +250,31 @@ def _admitted_whole(top: Obj, kind: str, groups: list[Group]) -> list[Group]:
         )
         out.append(dataclasses.replace(group, pod=member))
     return out
+
+
+def snapshot_owners(
+    spec: ControllerSpec, clusters: Iterable[str] = ()
+) -> dict[str, ControllerSpec]:
+    """``Kind/NAME`` → what a RayCluster or RayJob says of the pods a snapshot holds of it
+    (their duration, runtime hints, Kueue gang without role minimums): the object itself, and
+    for a RayJob each of ``clusters`` (the RayClusters of the input it owns, ``NAME-xxxxx``),
+    whose pods ``CLUSTER-head-…``, ``CLUSTER-GROUP-worker-…`` it made from its templates."""
+    own = dataclasses.replace(
+        spec,
+        pod_sets=tuple(
+            dataclasses.replace(s, template=snapshot_member(s.template)) for s in spec.pod_sets
+        ),
+    )
+    owners = {spec.owner: own}
+    for cluster in clusters if spec.kind == JOB else ():
+        renamed = tuple(
+            dataclasses.replace(
+                s,
+                template=dataclasses.replace(
+                    s.template, name=cluster + s.template.name[len(spec.name) :]
+                ),
+            )
+            for s in own.pod_sets
+        )
+        owners[f"{CLUSTER}/{cluster}"] = dataclasses.replace(own, pod_sets=renamed)
+    return owners

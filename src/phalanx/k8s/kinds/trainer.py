@@ -31,8 +31,12 @@ Jobs). Duration and runtime hints: ``phalanx.dev/duration``, ``phalanx.dev/runti
 ``phalanx.dev/deadline`` on the TrainJob, and ``spec.activeDeadlineSeconds`` (a hint, and the
 duration when none is given), as on a Kubeflow v1 job; a template's own come first.
 
-Not modelled: ``initializer`` and ``trainer`` images, commands, env and ``numProcPerNode``
-(validated), JobSet ``dependsOn`` (initializers run beside the trainer), ``managedBy``.
+The runtime's JobSet ``dependsOn`` (:mod:`~phalanx.k8s.kinds.depends_on`) reaches the Jobs:
+a job waits for the replicated jobs it names (the trainer for its initializers, ``Complete``;
+an MPI ``node`` job for its launcher, ``Ready``); those run first, outside the gang, which
+counts the other pods only (the trainer's own PodGroup counts every pod, and could then never
+fill). Not modelled: ``initializer`` and ``trainer`` images, commands, env and
+``numProcPerNode`` (validated), ``managedBy``.
 """
 
 from __future__ import annotations
@@ -57,7 +61,9 @@ from phalanx.k8s.fields import (
     get_mapping,
     get_str,
 )
+from phalanx.k8s.kinds import jobset
 from phalanx.k8s.kinds.common import controller_hints, join, owner_timed
+from phalanx.k8s.kinds.depends_on import job_dependencies, waited_for
 from phalanx.k8s.kinds.jobset import admitted_whole
 from phalanx.k8s.kinds.trainer_patches import Patches, jobset_annotations, patched, pod_patches
 from phalanx.k8s.kinds.trainer_runtime import (
@@ -84,7 +90,6 @@ from phalanx.k8s.priority import PriorityTable
 
 KIND = "TrainJob"
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
-JOBSET_GROUP = "jobset.x-k8s.io"
 #: (kind, namespace or "", name) → the runtime, or None when it failed its own checks
 Runtimes = Mapping[tuple[str, str, str], TrainingRuntime | None]
 
@@ -120,7 +125,8 @@ def trainjob_from_dict(
         timed = _timed(top, spec, jobs)
         gang = _gang(top, spec, runtime, timed)
         if gang is not None:
-            timed = [(rj, _joined(job, gang)) for rj, job in timed]
+            first = waited_for(timed)  # they run before the others exist: outside the gang
+            timed = [(rj, job if rj in first else _joined(job, gang)) for rj, job in timed]
         elif kueue.QUEUE_NAME in labels:
             return ControllerSpec(
                 KIND, namespace, name, jobs=admitted_whole(timed, name, top, KIND)
@@ -150,7 +156,9 @@ def _made(
     except InputError as exc:  # its patches are valid: only its resources can break the Job
         raise _in_resources(exc) from None
     pod = dataclasses.replace(job.template, role=rj.name)
-    return dataclasses.replace(job, template=pod, suspended=suspended)
+    names = {other.name: [f"{name}-{other.name}-0"] for other in runtime.jobs}
+    after = job_dependencies(rj.depends_on, names)
+    return dataclasses.replace(job, template=pod, suspended=suspended, depends_on=after)
 
 
 def _runtime(spec: Obj, namespace: str, runtimes: Runtimes) -> TrainingRuntime:
@@ -277,7 +285,8 @@ def _gang(
         return None
     hints, deadline = controller_hints(top, spec)
     queue = _volcano_queue(spec, runtime) if runtime.gang_api == VOLCANO_GROUP else ""
-    total = sum(job.at_once for _, job in jobs)
+    first = waited_for(jobs)
+    total = sum(job.at_once for rj, job in jobs if rj not in first)
     return GangSpec(
         namespace=namespace_of(top),
         name=name_of(top),
@@ -307,25 +316,13 @@ def _joined(job: JobSpec, gang: GangSpec) -> JobSpec:
 
 def snapshot_owners(spec: ControllerSpec) -> dict[str, JobSpec | ControllerSpec]:
     """``Kind/NAME`` → what the TrainJob says of the pods a snapshot holds of it, for each
-    owner they may name (its Jobs, its JobSet, the TrainJob): its Kueue gang (if any) without
-    role minimums, as the gang of the pods present (their roles unknown)."""
-    jobs = []
-    for job in spec.jobs:
-        gang = job.template.declared_gang
-        if gang is not None:
-            gang = dataclasses.replace(gang, role_minimums={})
-            job = dataclasses.replace(
-                job, template=dataclasses.replace(job.template, declared_gang=gang)
-            )
-        jobs.append(job)
-    whole = dataclasses.replace(spec, jobs=tuple(jobs))
-    owners: dict[str, JobSpec | ControllerSpec] = {f"Job/{job.name}": job for job in jobs}
-    return owners | {f"JobSet/{spec.name}": whole, f"{KIND}/{spec.name}": whole}
+    owner they may name: its JobSet's (:func:`~phalanx.k8s.kinds.jobset.snapshot_owners`) and
+    the TrainJob itself."""
+    owners = jobset.snapshot_owners(spec)
+    return owners | {f"{KIND}/{spec.name}": owners[f"{jobset.KIND}/{spec.name}"]}
 
 
 def made_by(spec: ControllerSpec) -> set[tuple[str, str, str, str]]:
     """``(API group, kind, namespace, name)`` of the TrainJob, its JobSet and its Jobs: a
     snapshot object owned by any of them means the TrainJob already runs."""
-    ns = spec.namespace
-    keys = {(API, KIND, ns, spec.name), (JOBSET_GROUP, "JobSet", ns, spec.name)}
-    return keys | {("batch", "Job", ns, job.name) for job in spec.jobs}
+    return jobset.made_by(spec) | {(API, KIND, spec.namespace, spec.name)}

@@ -10,11 +10,13 @@ The replicated job labelled ``trainer.kubeflow.org/trainjob-ancestor-step: train
 one named ``node``) is the trainer. Each Job template is validated here, as a Job would be, so
 that its errors name the runtime; a runtime is a blueprint and makes no pods by itself.
 A replicated job's ``replicas`` is read as 1, as the trainer sets it for its trainer and
-initializer jobs (Kubeflow Trainer issue 2318).
+initializer jobs (Kubeflow Trainer issue 2318). Its ``dependsOn`` is read and checked as a
+JobSet's (:mod:`~phalanx.k8s.kinds.depends_on`): the trainer copies it to the JobSet.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +35,7 @@ from phalanx.k8s.fields import (
     get_str,
     get_string_map,
 )
+from phalanx.k8s.kinds.depends_on import read_depends_on
 from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
 from phalanx.k8s.objects import MAX_JOB_PODS, SCHEDULER_PLUGINS_GROUPS, VOLCANO_GROUP, job_spec
 from phalanx.k8s.priority import PriorityTable
@@ -58,6 +61,7 @@ class ReplicatedJob:
     ancestor: str  # the trainjob-ancestor-step label ("" when unlabelled)
     template: Obj  # the Job template, validated
     path: str  # where it is in the runtime, for messages
+    depends_on: tuple[tuple[str, str], ...] = ()  # JobSet dependsOn: (replicated job, status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,4 +170,10 @@ def _replicated_jobs(template: Obj, priorities: PriorityTable) -> tuple[Replicat
         except InputError as exc:
             raise exc.located(field=child(path, "template")) from None
         jobs.append(ReplicatedJob(name, labels.get(ANCESTOR, ""), job, path))
-    return tuple(jobs)
+    deps = read_depends_on(
+        [
+            (job.name, as_mapping(raw, job.path), job.path)
+            for job, raw in zip(jobs, items, strict=True)
+        ]
+    )
+    return tuple(dataclasses.replace(job, depends_on=deps[job.name]) for job in jobs)
