@@ -186,15 +186,25 @@ def test_a_pod_selector_of_one_generation_skips_the_other_flavor(
     assert "flavor gen-a: the pods' node selector" in gangs["pinned"]["reason"]
 
 
-@pytest.mark.parametrize(("borrowing", "where"), [(None, "fast"), (0, "slow")])
+@pytest.mark.parametrize(
+    ("borrowing", "fungibility", "where"),
+    [(None, "", "fast"), (0, "", "slow"), (None, "TryNextFlavor", "slow")],
+)
 def test_borrowing_within_a_cohort_is_per_flavor(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], borrowing: int | None, where: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    borrowing: int | None,
+    fungibility: str,
+    where: str,
 ) -> None:
     """ClusterQueues ``vision`` and ``speech`` in cohort ``lab``, each 8 gen-b and 16 gen-a
     GPUs. A 16-GPU Job of ``vision`` borrows speech's idle gen-b quota and runs on gen-b nodes;
-    with gen-b's borrowingLimit 0 it cannot, and is admitted in gen-a. A later 8-GPU Job of
-    ``speech`` then finds gen-b's pool used up (when borrowed) and runs on gen-a."""
+    with gen-b's borrowingLimit 0 it cannot, and with ``whenCanBorrow: TryNextFlavor`` it
+    prefers gen-a, where it needs no borrowing: then it is admitted in gen-a. A later 8-GPU
+    Job of ``speech`` takes the other flavor (gen-b's pool is used up when borrowed)."""
     vision = cluster_queue("vision", quota("gen-b", 8, borrowing), quota("gen-a", 16), cohort="lab")
+    if fungibility:
+        vision["spec"]["flavorFungibility"] = {"whenCanBorrow": fungibility}
     speech = cluster_queue("speech", quota("gen-b", 8), quota("gen-a", 16), cohort="lab")
     docs = [
         *nodes(fast=2, slow=4),
@@ -210,6 +220,46 @@ def test_borrowing_within_a_cohort_is_per_flavor(
     assert gangs["big"]["start"] == gangs["small"]["start"] == 0.0
     assert kinds(bound["big"]) == {where}
     assert kinds(bound["small"]) == {"slow" if where == "fast" else "fast"}
+
+
+def test_each_resource_group_gets_its_own_flavor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CPU and memory in one group (flavor ``any-cpu``, no node labels), GPUs in another
+    (gen-b, then gen-a): a Job over gen-b's GPU quota is admitted in any-cpu + gen-a, on gen-a
+    nodes; a Job over any-cpu's CPU quota is admitted in none."""
+    cpu = {
+        "name": "any-cpu",
+        "resources": [
+            {"name": "cpu", "nominalQuota": 100},
+            {"name": "memory", "nominalQuota": "1Ti"},
+        ],
+    }
+    research = cluster_queue("research", quota("gen-b", 8), quota("gen-a", 32))
+    research["spec"]["resourceGroups"].insert(
+        0, {"coveredResources": ["cpu", "memory"], "flavors": [cpu]}
+    )
+    asks = {"limits": {GPU: "8", "cpu": "10"}}
+    hungry = {"limits": {GPU: "8", "cpu": "60"}}
+    train = job("train", "team", 2)
+    train["spec"]["template"]["spec"]["containers"][0]["resources"] = asks
+    greedy = job("greedy", "team", 2)
+    greedy["spec"]["template"]["spec"]["containers"][0]["resources"] = hungry
+    docs = [
+        *nodes(fast=2, slow=4),
+        *FLAVORS,
+        flavor("any-cpu"),
+        research,
+        local_queue("team", "research"),
+        train,
+        greedy,
+    ]
+    gangs, bound = simulate(tmp_path, capsys, docs, "--until", "30m")
+    assert gangs["train"]["start"] == 0.0 and kinds(bound["train"]) == {"slow"}
+    assert gangs["greedy"]["start"] is None
+    assert (
+        "flavor any-cpu+gen-b: ClusterQueue 'research' quota 100 cpu" in gangs["greedy"]["reason"]
+    )
 
 
 def test_a_single_default_flavor_is_the_queue_as_before(
@@ -245,8 +295,10 @@ def bad_queue(change: str) -> dict[str, Any]:
     group = research["spec"]["resourceGroups"][0]
     if change == "twice":
         group["flavors"][1]["name"] = "gen-b"
-    else:
+    elif change == "covered":
         group["coveredResources"] = [GPU, "cpu"]
+    else:
+        research["spec"]["flavorFungibility"] = {"whenCanBorrow": "Always"}
     return research
 
 
@@ -259,6 +311,7 @@ def bad_queue(change: str) -> dict[str, Any]:
             "spec.resourceGroups[0].flavors[0].resources",
             "must list the group's coveredResources (nvidia.com/gpu, cpu)",
         ),
+        ("fungibility", "spec.flavorFungibility.whenCanBorrow", "unknown value 'Always'"),
     ],
 )
 def test_a_malformed_cluster_queue_is_one_line_naming_its_field(
@@ -273,3 +326,37 @@ def test_a_malformed_cluster_queue_is_one_line_naming_its_field(
     assert len(lines) == 1, err
     assert str(path) in lines[0] and "ClusterQueue research" in lines[0]
     assert field in lines[0] and message in lines[0]
+
+
+@pytest.mark.parametrize(("third_rack", "runs"), [(False, False), (True, True)])
+def test_a_topology_constraint_is_met_inside_the_flavors_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], third_rack: bool, runs: bool
+) -> None:
+    """Racks r1 and r2 hold one node of each generation; a 16-GPU Job that must stay in one
+    rack is over gen-b's quota, so it needs two gen-a nodes in one rack: it waits (a rack of
+    r1 or r2 would mix generations) until a third rack of two gen-a nodes exists."""
+    topology = {
+        "apiVersion": "kueue.x-k8s.io/v1alpha1",
+        "kind": "Topology",
+        "metadata": {"name": "default"},
+        "spec": {"levels": [{"nodeLabel": "ex.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]},
+    }
+    placed = [("fast-0", "gen-b", "r1"), ("slow-0", "gen-a", "r1")]
+    placed += [("fast-1", "gen-b", "r2"), ("slow-1", "gen-a", "r2")]
+    if third_rack:
+        placed += [("slow-2", "gen-a", "r3"), ("slow-3", "gen-a", "r3")]
+    racked = []
+    for name, accelerator, rack in placed:
+        labelled = node(name, accelerator)
+        labelled["metadata"]["labels"]["ex.com/rack"] = rack
+        racked.append(labelled)
+    train = job("train", "team", 2)
+    annotations = {"kueue.x-k8s.io/podset-required-topology": "ex.com/rack"}
+    train["spec"]["template"]["metadata"] = {"annotations": annotations}
+    docs = [topology, *racked, *two_flavors(8, 32), train]
+    gangs, bound = simulate(tmp_path, capsys, docs, "--until", "30m")
+    if runs:
+        assert gangs["train"]["start"] == 0.0 and bound["train"] == {"slow-2", "slow-3"}
+    else:
+        assert gangs["train"]["start"] is None and "train" not in bound
+        assert "flavor gen-a: no room on its nodes" in gangs["train"]["reason"]

@@ -71,6 +71,9 @@ class QueueSpec:
     api: str = ""  # the API group it was read from ("" for an implicit queue)
     namespaces: tuple[str, ...] = ()  # gangs of these namespaces default to it (ElasticQuota)
     groups: tuple[ResourceGroup, ...] = ()  # Kueue resource groups (flavor quotas), in order
+    #: Kueue ``flavorFungibility.whenCanBorrow: TryNextFlavor``: flavors that fit without
+    #: borrowing are taken before those that need to borrow
+    borrow_last: bool = False
 
 
 @dataclass(frozen=True, slots=True)

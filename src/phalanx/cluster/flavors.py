@@ -18,7 +18,11 @@ and adds the flavor's ``nodeLabels`` to the pods' node selector. Here:
   use beyond what they keep), capped by ``nominalQuota + borrowingLimit − used``. Usage is
   per queue and flavor (:class:`FlavorUsage`): the requests of the pods its gangs hold, in
   the flavor the gang was admitted in (``GangInfo.flavors``; for a gang found running, e.g.
-  live after a restart, the first flavor whose nodes hold the pod).
+  live after a restart, the first flavor whose nodes hold the pod). A ``Cohort`` object's
+  own flavor quotas join its pool. A flavor that fits by borrowing is taken (Kueue's default
+  ``whenCanBorrow: MayStopSearch``); with ``whenCanBorrow: TryNextFlavor`` the flavors that
+  fit without borrowing come first (:func:`borrows`). Flavors are never preempted for
+  (``whenCanPreempt`` is read as ``TryNextFlavor``: a full flavor is passed over).
 - A queue **has flavors** (:func:`flavored`) when a group lists more than one flavor or a
   flavor restricts nodes; the common single flavor with no node labels or taints changes
   nothing (the queue is judged as a whole, as before flavors were modelled).
@@ -191,12 +195,29 @@ def available(
                 kept = member.nominal[resource] - lent if lent is not None else 0
                 pool += lent if lent is not None else member.nominal[resource]
                 pool_used += max(0, usage.of(name, member.name, resource) - kept)
+    own = specs.get(cohort)  # a Cohort object's own quota joins the pool
+    for group in own.groups if own is not None else ():
+        for member in group.flavors:
+            if member.name == flavor.name:
+                pool += member.nominal.get(resource, 0)
     lent = flavor.lending.get(resource)
     kept = nominal - lent if lent is not None else 0
     room = max(0, kept - used) + pool - pool_used
     if resource in flavor.borrowing:
         room = min(room, nominal + flavor.borrowing[resource] - used)
     return room
+
+
+def borrows(
+    queue: str, assignment: Assignment, need: Mapping[str, int], usage: FlavorUsage
+) -> bool:
+    """Would ``need`` take ``queue`` past a nominal quota of ``assignment``?"""
+    return any(
+        usage.of(queue, flavor.name, resource) + amount > flavor.nominal[resource]
+        for flavor in assignment.flavors
+        for resource, amount in need.items()
+        if amount > 0 and resource in flavor.nominal
+    )
 
 
 def shortfall(
@@ -217,8 +238,9 @@ def shortfall(
                 continue
             used = usage.of(queue, flavor.name, resource)
             quota = format_units(resource, flavor.nominal[resource])
+            within = f" of flavor {flavor.name}" if len(assignment.flavors) > 1 else ""
             text = (
-                f"flavor {flavor.name}: ClusterQueue {queue!r} quota {quota} {resource}, "
+                f"{assignment.label}: ClusterQueue {queue!r} quota {quota} {resource}{within}, "
                 f"{format_units(resource, used)} in use"
             )
             if cohort is not None:

@@ -183,7 +183,29 @@ def kueue_cluster_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
             weight=weight,
             api=KUEUE,
             groups=groups,
+            borrow_last=_borrow_last(spec),
         )
+
+
+#: ``flavorFungibility.whenCanBorrow`` values: take a flavor that fits by borrowing (the
+#: default, ``Borrow`` before v1beta2), or try the next flavors for one that needs none.
+_WHEN_CAN_BORROW = ("MayStopSearch", "Borrow", "TryNextFlavor")
+_WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch", "Preempt")
+
+
+def _borrow_last(spec: Obj) -> bool:
+    """Does ``flavorFungibility.whenCanBorrow: TryNextFlavor`` prefer flavors that fit
+    without borrowing? (``whenCanPreempt`` is validated; flavors are never preempted for.)"""
+    fungibility = get_mapping(spec, "flavorFungibility", "spec")
+    path = "spec.flavorFungibility"
+    for key, allowed in (
+        ("whenCanBorrow", _WHEN_CAN_BORROW),
+        ("whenCanPreempt", _WHEN_CAN_PREEMPT),
+    ):
+        value = get_str(fungibility, key, path)
+        if value and value not in allowed:
+            fail(child(path, key), f"unknown value {value!r} (one of {', '.join(allowed)})")
+    return get_str(fungibility, "whenCanBorrow", path) == "TryNextFlavor"
 
 
 def _resource_groups(spec: Obj) -> tuple[ResourceGroup, ...]:

@@ -28,9 +28,10 @@ taints its pods do not tolerate or whose nodes their selector excludes; when no 
 quota room it waits (``QueueCapability``, naming each flavor and why). A gang with members
 running keeps its flavor. A ClusterQueue naming a ResourceFlavor that does not exist admits
 nothing (``QueueInactive``). Usage per flavor is counted once per cycle from the running
-gangs, plus what the cycle commits. Flavor fungibility is Kueue's default: a flavor that
-fits by borrowing is taken (``whenCanBorrow: MayStopSearch``); one whose quota is full is
-passed over for the next (``whenCanPreempt: TryNextFlavor``).
+gangs, plus what the cycle commits. Flavor fungibility: a flavor that fits by borrowing is
+taken (``whenCanBorrow: MayStopSearch``, Kueue's default) unless the ClusterQueue says
+``TryNextFlavor`` (flavors that need no borrowing are tried first); one whose quota is full
+is passed over for the next (flavors are never preempted for).
 
 Filter: room held for a preemptor (``QueueBook.holds``) is not offered to any other gang, and
 the preemptor's pods go to the nodes its plan chose while these still fit them (a greedy
@@ -59,6 +60,7 @@ from phalanx.cluster.fairshare import Floats
 from phalanx.cluster.flavors import (
     FlavorUsage,
     assignments,
+    borrows,
     flavor_mask,
     held_flavors,
     shortfall,
@@ -338,6 +340,7 @@ class Queues:
         usable = session.table.facts.usable(placement)
         offered = Flavors()
         quota_skips = 0
+        borrowing: list[bool] = []
         for assignment in assignments(spec, need):
             if held and assignment.names != held:
                 continue
@@ -363,6 +366,11 @@ class Queues:
                 quota_skips += 1
                 continue
             offered.choices.append((assignment.label, assignment.names, nodes))
+            if spec.borrow_last:
+                borrowing.append(borrows(queue, assignment, need, usage))
+        if spec.borrow_last:  # whenCanBorrow: TryNextFlavor: no borrowing first (stable)
+            ranked = sorted(zip(borrowing, offered.choices, strict=True), key=lambda b: b[0])
+            offered.choices = [choice for _, choice in ranked]
         self._quota_only = quota_skips > 0
         return offered
 
