@@ -360,3 +360,25 @@ def test_a_topology_constraint_is_met_inside_the_flavors_nodes(
     else:
         assert gangs["train"]["start"] is None and "train" not in bound
         assert "flavor gen-a: no room on its nodes" in gangs["train"]["reason"]
+
+
+@pytest.mark.parametrize(("lending", "where"), [(None, "fast"), (0, "slow")])
+def test_a_lending_limit_keeps_a_flavors_quota_from_the_cohort(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lending: int | None, where: str
+) -> None:
+    """``speech`` asks 16 gen-b GPUs with 8 of its own: it borrows ``vision``'s idle 8 unless
+    vision lends none of its gen-b quota (``lendingLimit: 0``); then it runs in gen-a."""
+    vision = cluster_queue("vision", quota("gen-b", 8), quota("gen-a", 16), cohort="lab")
+    if lending is not None:
+        vision["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"] = lending
+    speech = cluster_queue("speech", quota("gen-b", 8), quota("gen-a", 16), cohort="lab")
+    docs = [
+        *nodes(fast=2, slow=4),
+        *FLAVORS,
+        vision,
+        speech,
+        local_queue("speech", "speech"),
+        job("big", "speech", 2),
+    ]
+    gangs, bound = simulate(tmp_path, capsys, docs)
+    assert gangs["big"]["start"] == 0.0 and kinds(bound["big"]) == {where}

@@ -12,7 +12,8 @@ shared pods and gangs when the session closes (:func:`~phalanx.framework.stateme
 a closed cycle has changed nothing outside its own snapshot, and a result that is dropped
 leaves the state as it was (tested on ``ClusterState.fingerprint``). Gangs' conditions,
 timeouts, backoffs and attempts, pods' backoffs and Permit deadlines are not written by the
-session at all, only recorded in the result.
+session at all, only recorded in the result; so is the Kueue flavor a gang was placed in
+(``CycleResult.flavors``: the flavor of the attempt that committed, see ``placements``).
 """
 
 from __future__ import annotations
