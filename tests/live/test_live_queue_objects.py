@@ -55,8 +55,15 @@ def cohort(name: str, gpus: int) -> dict[str, Any]:
     return cluster_queue(name, gpus, "kueue.x-k8s.io/v1alpha1", kind="Cohort")
 
 
+def resource_flavor(name: str = "default", **labels: str) -> dict[str, Any]:
+    spec = {"nodeLabels": labels} if labels else {}
+    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
 def kueue_queues(server: FakeApiServer, gpus: int) -> None:
-    """ClusterQueue ``gpus`` of ``gpus`` GPUs, and its LocalQueue ``team-queue``."""
+    """ClusterQueue ``gpus`` of ``gpus`` GPUs (flavor ``default``), and its LocalQueue
+    ``team-queue``."""
+    server.put(KUEUE, "resourceflavors", resource_flavor())
     server.put(KUEUE, "clusterqueues", cluster_queue("gpus", gpus))
     server.put(KUEUE, "localqueues", local_queue("team-queue", "gpus"))
 
@@ -64,6 +71,7 @@ def kueue_queues(server: FakeApiServer, gpus: int) -> None:
 def kueue_cohort(server: FakeApiServer, *, declared: bool) -> None:
     """ClusterQueues ``a`` and ``b`` of 8 GPUs each in cohort ``pool`` (of 8 GPUs when
     ``declared``, else only named: no limit), a gang of 8 GPUs in each."""
+    server.put(KUEUE, "resourceflavors", resource_flavor())
     if declared:
         server.put("kueue.x-k8s.io/v1alpha1", "cohorts", cohort("pool", 8))
     for name in ("a", "b"):
@@ -249,6 +257,7 @@ async def test_lone_pods_labelled_for_a_queue_are_held_by_it(label: str, queue: 
     async with connected(CRDS) as (server, client):
         await cluster(server)
         server.put(KAI, "queues", kai_queue("team", 8))
+        server.put(KUEUE, "resourceflavors", resource_flavor())
         server.put(KUEUE, "clusterqueues", cluster_queue("gpus", 8))
         server.put(KUEUE, "localqueues", local_queue("lq", "gpus"))
         for name in ("first", "second"):
@@ -447,3 +456,38 @@ async def test_a_pod_labelled_for_a_queue_that_does_not_exist_waits_until_it_app
             await scheduler.run_once(3.0)
             await scheduler.run_once(4.0)
         assert sorted(bound_gangs(server).values()) == [1]
+
+
+async def test_kueue_flavors_hold_each_gang_to_one_flavors_quota_and_nodes() -> None:
+    """ClusterQueue ``gpus`` lists flavor ``gen-b`` (8 GPUs of quota, node ``fast`` of 16
+    GPUs) before ``gen-a`` (16, nodes ``slow-a`` and ``slow-b``); three 8-GPU gangs: the first
+    runs on ``fast``, the other two are admitted in gen-a and run on the slow nodes, live as
+    in simulation (before, the quotas were summed and the second gang packed onto ``fast``)."""
+    async with connected(CRDS) as (server, client):
+        for name, accelerator in (("fast", "gen-b"), ("slow-a", "gen-a"), ("slow-b", "gen-a")):
+            labelled = node(name, gpus=16 if name == "fast" else 8)
+            labelled["metadata"]["labels"] = {"accelerator": accelerator}
+            server.put("v1", "nodes", labelled)
+        for flavor in ("gen-b", "gen-a"):
+            server.put(KUEUE, "resourceflavors", resource_flavor(flavor, accelerator=flavor))
+        queue = cluster_queue("gpus", 8)
+        second = {"name": "gen-a", "resources": [{"name": GPU, "nominalQuota": 16}]}
+        queue["spec"]["resourceGroups"][0]["flavors"] = [
+            {"name": "gen-b", "resources": [{"name": GPU, "nominalQuota": 8}]},
+            second,
+        ]
+        server.put(KUEUE, "clusterqueues", queue)
+        server.put(KUEUE, "localqueues", local_queue("team-queue", "gpus"))
+        for name in ("first", "second", "third"):
+            kueue_gang(server, name, "team-queue")
+        async with LiveScheduler(client, backoff=fast_backoff()) as scheduler:
+            await settle(scheduler, 6)
+            await eventually(lambda: len(scheduler.cache.state.queues.flavors) == 2, what="rf")
+            await scheduler.run_once(1.0)
+            await scheduler.run_once(2.0)
+        nodes: dict[str, set[str]] = {}
+        for pod in server.objects("v1", "pods"):
+            gang = pod["metadata"]["name"].rsplit("-", 1)[0]
+            nodes.setdefault(gang, set()).add(pod["spec"].get("nodeName") or "")
+        assert nodes["first"] == {"fast"}
+        assert nodes["second"] | nodes["third"] == {"slow-a", "slow-b"}

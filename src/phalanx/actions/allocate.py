@@ -317,7 +317,7 @@ def _hopeless(session: Session, unit: Unit, signature: Signature) -> bool:
 _INVALID = Hint(("invalid",), (), 1)
 #: Refusals a release can lift: a queue over its capability has room again when a pod of it
 #: (or of a queue under the same ancestor) goes. Such a gang wakes on any release.
-_UNTIL_RELEASE = frozenset({"QueueCapability", "QueueMissing"})
+_UNTIL_RELEASE = frozenset({"QueueCapability", "QueueMissing", "QueueInactive"})
 
 
 def _hint(session: Session, unit: Unit, signature: Signature) -> Hint | None:

@@ -18,6 +18,12 @@ and per resource (integer units, as every other resource):
 
 :class:`QueueBindingSpec` points a namespace (all its gangs) or a namespaced queue name (a Kueue
 ``LocalQueue``) at a queue. :class:`BudgetSpec` is a ``policy/v1 PodDisruptionBudget``.
+
+Kueue resource flavors: a ClusterQueue's ``resourceGroups`` are kept as ``groups`` (each a
+:class:`ResourceGroup`: the resources it covers and its :class:`FlavorQuota` per flavor, in the
+order listed). ``deserved``/``guarantee``/``capability`` stay the sums over flavors (the queue
+as a whole, for fair shares, preemption and reclaim); the per-flavor quotas are what admission
+checks when the queue has flavors to choose from (:mod:`phalanx.cluster.flavors`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,27 @@ from phalanx.api.specs import Requirement, Resources
 
 #: The queue of a gang that names none (Volcano creates it at install).
 DEFAULT_QUEUE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuota:
+    """One flavor's quotas in a ClusterQueue, per resource: ``nominal``; ``borrowing`` limit
+    (a resource not named borrows without limit inside its cohort); ``lending`` limit (not
+    named: all its unused nominal quota may be lent)."""
+
+    name: str
+    nominal: Resources = field(default_factory=dict)
+    borrowing: Resources = field(default_factory=dict)
+    lending: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    """A ClusterQueue's ``resourceGroups[]``: the resources it covers and their flavors, in
+    the order Kueue tries them."""
+
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuota, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +70,10 @@ class QueueSpec:
     open: bool = True  # Volcano ``status.state`` Open (Closed/Closing queues admit nothing)
     api: str = ""  # the API group it was read from ("" for an implicit queue)
     namespaces: tuple[str, ...] = ()  # gangs of these namespaces default to it (ElasticQuota)
+    groups: tuple[ResourceGroup, ...] = ()  # Kueue resource groups (flavor quotas), in order
+    #: Kueue ``flavorFungibility.whenCanBorrow: TryNextFlavor``: flavors that fit without
+    #: borrowing are taken before those that need to borrow
+    borrow_last: bool = False
 
 
 @dataclass(frozen=True, slots=True)

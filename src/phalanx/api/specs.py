@@ -299,11 +299,15 @@ class ControllerSpec:
 
 @dataclass(frozen=True, slots=True)
 class ResourceFlavorSpec:
-    """A Kueue ResourceFlavor: validated and recorded; flavors are not modelled (queues are
-    in :mod:`phalanx.api.queues`)."""
+    """A Kueue ResourceFlavor: the nodes of a flavor (``nodeLabels``), the taints they carry
+    (``nodeTaints``: a flavor is used only by pods that tolerate them) and the tolerations
+    Kueue adds to the pods it admits in the flavor (recorded). Which ClusterQueue gives it
+    quota is in :mod:`phalanx.api.queues` (``FlavorQuota``)."""
 
     name: str
     node_labels: dict[str, str] = field(default_factory=dict)
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,10 @@ queue's usage counts what it used beyond its deserved share in that recent past
 KAI's time-based fair share and Slurm's ``PriorityDecayHalfLife`` do. Reclaim and admission
 use current usage only (so the no-cycle rule holds).
 
+Kueue ResourceFlavors (``flavors``, by name) are kept beside the queues: a ClusterQueue
+naming one that does not exist is inactive (:meth:`inactive`); which queues choose between
+flavors is :meth:`flavored` (see :mod:`phalanx.cluster.flavors`).
+
 ``holds`` records room held for a preemptor until its victims are gone: gang ident →
 :class:`Hold` (node rows and the amount per row); the ``held`` filter keeps every other pod off
 that room. A hold ends when its gang is placed or gone, or after ``HOLD_SECONDS``.
@@ -38,7 +42,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from phalanx.api.queues import DEFAULT_QUEUE, BudgetSpec, QueueBindingSpec, QueueSpec
+from phalanx.api.specs import ResourceFlavorSpec
 from phalanx.cluster.fairshare import Claim, Floats, dominant_ratio, dominant_ratios, water_fill
+from phalanx.cluster.flavors import flavored, missing_flavor
 from phalanx.cluster.queuetally import QueueTally
 from phalanx.cluster.resources import ResourceIndex
 from phalanx.cluster.workloads import GangInfo, PodStatus
@@ -73,6 +79,8 @@ class QueueBook:
         self.specs: dict[str, QueueSpec] = {}
         self.bindings: dict[tuple[str, str], str] = {}  # (namespace, name or "") → queue
         self.budgets: dict[str, BudgetSpec] = {}
+        self.flavors: dict[str, ResourceFlavorSpec] = {}  # Kueue ResourceFlavors by name
+        self._flavored: tuple[int, frozenset[str]] = (-1, frozenset())
         self.holds: dict[str, Hold] = {}
         self.uses: dict[str, QueueUse] = {}
         self.tracked: dict[str, GangInfo] = {}
@@ -131,6 +139,35 @@ class QueueBook:
         if self.bindings.get((spec.namespace, spec.name)) == spec.queue:
             del self.bindings[(spec.namespace, spec.name)]
             self.generation += 1
+
+    def add_flavor(self, spec: ResourceFlavorSpec) -> None:
+        self.flavors[spec.name] = spec
+        self.generation += 1
+
+    def remove_flavor(self, name: str) -> None:
+        if self.flavors.pop(name, None) is not None:
+            self.generation += 1
+
+    def inactive(self, name: str) -> str | None:
+        """Why queue ``name`` admits nothing (a ClusterQueue naming a ResourceFlavor that
+        does not exist, as Kueue leaves it inactive); None: it is active."""
+        spec = self.specs.get(name)
+        flavor = None if spec is None else missing_flavor(spec, self.flavors)
+        if flavor is None:
+            return None
+        return (
+            f"ClusterQueue {name!r} is inactive: its ResourceFlavor {flavor!r} does not exist "
+            "(Kueue admits nothing through it until it does)"
+        )
+
+    def flavored(self) -> frozenset[str]:
+        """The queues whose admission chooses a flavor or restricts nodes (kept per
+        generation: asked for every gang)."""
+        generation, names = self._flavored
+        if generation != self.generation:
+            names = frozenset(n for n, s in self.specs.items() if flavored(s, self.flavors))
+            self._flavored = (self.generation, names)
+        return names
 
     def add_budget(self, spec: BudgetSpec) -> None:
         self.budgets[f"{spec.namespace}/{spec.name}"] = spec

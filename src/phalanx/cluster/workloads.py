@@ -111,6 +111,8 @@ class GangInfo:
     expected_start: float | None = None
     expected_reason: str = ""
     finished: float | None = None
+    #: the Kueue flavors it was admitted in, one per resource group (see cluster.flavors)
+    flavors: tuple[str, ...] = ()
     #: (book, spec it was resolved from, book generation, queue): QueueBook.queue_of's memo
     queue_memo: tuple[object, object, int, str] | None = None
     #: the set of changed gangs of the queue tally tracking it (see ``touched``), or None

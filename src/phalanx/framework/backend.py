@@ -107,6 +107,10 @@ def apply(result: CycleResult, state: ClusterState, backend: Backend) -> None:
         pod.evicted_for = result.disruptions.get(pod.key)
         state.evict(pod)
         backend.evict(pod, pod.gang)
+    for ident, flavors in result.flavors.items():
+        admitted = state.gangs.get(ident)
+        if admitted is not None:
+            admitted.flavors = flavors
     for gang in result.placed:
         where = result.domains.get(gang.ident)
         message = "all required members placed" + (f" in {where}" if where else "")

@@ -19,7 +19,11 @@ finds them once when it is built (``hooks``). Combination rules, as in Volcano:
 - placements (``observe``) and session opening (``open_session``): every plugin is told;
 - where a unit may go (``placements``): the first plugin with an opinion decides, as
   :class:`Placements` — attempts tried in order, each giving every pod the nodes it may use
-  (topology: one attempt per candidate domain). No plugin: one attempt, anywhere.
+  (topology: one attempt per candidate domain). No plugin: one attempt, anywhere;
+- flavors (``flavors``): the first plugin with an opinion gives the node sets a unit may be
+  admitted in, in order (Kueue resource flavors, :class:`Flavors`); every attempt of the
+  placement is then made inside each of them in turn (:func:`within_flavors`), and the
+  reservation domains are cut to them likewise. No opinion: placements are unchanged.
 
 Scoring plugins are built from a :class:`BuildContext` (``SCORINGS`` in
 :mod:`phalanx.policies.registry` maps each name to a ``build(context)``): what a plugin may
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -61,6 +66,45 @@ class Placements:
     attempts: list[Callable[[], Iterator[PodChoice]]] = field(default_factory=list)
     why: str = ""
     where: list[str] = field(default_factory=list)  # each attempt's domain, for messages
+
+
+@dataclass(slots=True)
+class Flavors:
+    """Where a unit may be admitted: ``choices`` in order, each (label, the flavor names,
+    its nodes), and why every flavor not among them was skipped."""
+
+    choices: list[tuple[str, tuple[str, ...], Mask]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def within_flavors(
+    base: Placements, flavors: Flavors, chosen: Callable[[tuple[str, ...]], None]
+) -> Placements:
+    """``base``'s attempts made inside each flavor's nodes in turn; ``chosen`` is told the
+    flavor names when an attempt of that flavor starts (the one that commits is the last)."""
+    attempts: list[Callable[[], Iterator[PodChoice]]] = []
+    where: list[str] = []
+    for label, names, nodes in flavors.choices:
+        for i, attempt in enumerate(base.attempts):
+            attempts.append(partial(_inside, attempt, nodes, names, chosen))
+            inner = base.where[i] if i < len(base.where) else ""
+            where.append(f"{label}, {inner}" if inner else label)
+    tried = [f"{label}: no room on its nodes" for label, _, _ in flavors.choices]
+    why = "; ".join([*flavors.skipped, *tried])
+    if base.why:
+        why += f" ({base.why})"
+    return Placements(attempts, why, where)
+
+
+def _inside(
+    attempt: Callable[[], Iterator[PodChoice]],
+    nodes: Mask,
+    names: tuple[str, ...],
+    chosen: Callable[[tuple[str, ...]], None],
+) -> Iterator[PodChoice]:
+    chosen(names)
+    for pod, masks in attempt():
+        yield pod, tuple(nodes if m is None else m & nodes for m in masks)
 
 
 @runtime_checkable
@@ -179,6 +223,12 @@ class UnitPlacement(Protocol):
 
 
 @runtime_checkable
+class UnitFlavors(Protocol):
+    def flavors(self, unit: Unit, session: Session) -> Flavors | None:
+        """The flavors ``unit`` may be admitted in, or None for no opinion."""
+
+
+@runtime_checkable
 class ReservationPlacement(Protocol):
     def reservation_domains(self, unit: Unit, session: Session) -> list[Mask | None] | None:
         """Where a reservation of ``unit`` may be carved, best first: each mask must hold all
@@ -252,3 +302,4 @@ class Hooks:
         self.openers = [p for p in plugins if isinstance(p, OpensSession)]
         self.placers = [p for p in plugins if isinstance(p, UnitPlacement)]
         self.reservation_placers = [p for p in self.placers if isinstance(p, ReservationPlacement)]
+        self.flavorers = [p for p in plugins if isinstance(p, UnitFlavors)]

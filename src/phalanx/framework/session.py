@@ -12,7 +12,8 @@ shared pods and gangs when the session closes (:func:`~phalanx.framework.stateme
 a closed cycle has changed nothing outside its own snapshot, and a result that is dropped
 leaves the state as it was (tested on ``ClusterState.fingerprint``). Gangs' conditions,
 timeouts, backoffs and attempts, pods' backoffs and Permit deadlines are not written by the
-session at all, only recorded in the result.
+session at all, only recorded in the result; so is the Kueue flavor a gang was placed in
+(``CycleResult.flavors``: the flavor of the attempt that committed, see ``placements``).
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from phalanx.cluster.queues import Hold
 from phalanx.cluster.state import ClusterState
 from phalanx.cluster.workloads import Condition, GangInfo, PodInfo
 from phalanx.framework.plugin import (
+    Flavors,
     Gate,
     Hooks,
     Placements,
     PodChoice,
     Scores,
+    within_flavors,
 )
 from phalanx.framework.selection import Selector
 from phalanx.framework.statement import Op, Operation, Statement, restore
@@ -103,6 +106,8 @@ class CycleResult:
     freed: int = 0  # the state's release count when the cycle began (for ``blocked``)
     #: blocked gang ident → its failure class (None: any release wakes it) and order key
     hints: dict[str, tuple[Hint | Gated | None, tuple[float, ...]]] = field(default_factory=dict)
+    #: gang ident → the Kueue flavors it was placed in (one per resource group)
+    flavors: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _order(unit: Unit) -> tuple[float, ...]:
@@ -138,6 +143,8 @@ class Session:
         self.observers = hooks.observers
         self.placers = hooks.placers
         self.reservation_placers = hooks.reservation_placers
+        self.flavorers = hooks.flavorers
+        self._trying: dict[str, tuple[str, ...]] = {}  # gang → the flavors being tried
         self.selector = Selector(self.table, hooks)
         #: every ordering keeps a waiting gang's key while nothing of it is placed (hints)
         self.static_order = all(getattr(p, "static_order", False) for p in self.orders)
@@ -222,12 +229,33 @@ class Session:
         return all(plugin.unit_ready(unit) for plugin in self.readiness)
 
     def placements(self, unit: Unit) -> Placements:
-        """Where ``unit`` may go: the first placement plugin's answer, else anywhere."""
+        """Where ``unit`` may go: the first placement plugin's answer, else anywhere; inside
+        each of its flavors in turn when a plugin gives flavors."""
+        base = self._placements(unit)
+        flavors = self.flavors(unit)
+        if flavors is None:
+            return base
+        ident = unit.gang.ident
+
+        def chosen(names: tuple[str, ...]) -> None:
+            self._trying[ident] = names
+
+        return within_flavors(base, flavors, chosen)
+
+    def _placements(self, unit: Unit) -> Placements:
         for plugin in self.placers:
             answer = plugin.placements(unit, self)
             if answer is not None:
                 return answer
         return Placements([lambda: ((pod, (None,)) for pod in unit.pods)])
+
+    def flavors(self, unit: Unit) -> Flavors | None:
+        """The flavors ``unit`` may be admitted in (None: no plugin has an opinion)."""
+        for plugin in self.flavorers:
+            answer = plugin.flavors(unit, self)
+            if answer is not None:
+                return answer
+        return None
 
     def out_of_reach(self, unit: Unit) -> str | None:
         """Why ``unit`` can never be placed whatever else runs (None: it may be)."""
@@ -240,11 +268,23 @@ class Session:
     def reservation_domains(self, unit: Unit) -> list[Mask | None]:
         """Where a reservation of ``unit`` may lie, best first (each entry holds all of its
         pods; None: anywhere): the first placement plugin's answer, else ``[]`` (anywhere)."""
+        domains: list[Mask | None] = []
         for plugin in self.reservation_placers:
             answer = plugin.reservation_domains(unit, self)
             if answer is not None:
-                return answer
-        return []
+                domains = answer
+                break
+        flavors = self.flavors(unit) if self.flavorers else None
+        if flavors is None:
+            return domains
+        cut: list[Mask | None] = [
+            nodes if domain is None else domain & nodes
+            for _, _, nodes in flavors.choices
+            for domain in domains or [None]
+        ]
+        if not cut:
+            cut.append(np.zeros(len(self.table), dtype=bool))
+        return cut
 
     def select_within(self, choice: PodChoice) -> int | None:
         """The best node for the pod inside the first of its masks that has one."""
@@ -385,6 +425,9 @@ class Session:
         self.result.placed.append(gang)
         if where:
             self.result.domains[gang.ident] = where
+        flavors = self._trying.pop(gang.ident, None)
+        if flavors is not None:
+            self.result.flavors[gang.ident] = flavors
 
     def close(self) -> CycleResult:
         """Undo statements left open (pipelined claims live for one cycle only), then put the

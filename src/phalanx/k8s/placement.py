@@ -161,11 +161,11 @@ def _toleration(raw: object, path: str) -> Toleration:
     return Toleration(key=key or None, operator=operator, value=value, effect=effect)
 
 
-def taints(spec: Obj, path: str) -> tuple[Taint, ...]:
-    list_path = child(path, "taints")
+def taints(spec: Obj, path: str, key: str = "taints") -> tuple[Taint, ...]:
+    list_path = child(path, key)
     result: list[Taint] = []
     seen: set[tuple[str, TaintEffect]] = set()
-    for i, raw in enumerate(get_list(spec, "taints", path)):
+    for i, raw in enumerate(get_list(spec, key, path)):
         item_path = child(list_path, i)
         taint = as_mapping(raw, item_path)
         key = require_str(taint, "key", item_path)

@@ -13,12 +13,16 @@ Design: one public reader per kind, each naming its object in every error. The m
   millicores, memory in megabytes (10^6 bytes), gpu in GPUs (fractions allowed). ``parentQueue``
   and ``priority`` carry over. KAI queues are not reclaimable below their quota only; over
   quota is reclaimable (as here).
-- Kueue ``ClusterQueue`` (``kueue.x-k8s.io/v1beta1`` or ``v1beta2``): every flavor's
-  ``nominalQuota`` summed per resource → deserved; ``nominalQuota + borrowingLimit`` →
-  capability (no borrowingLimit: unlimited within its cohort); ``nominalQuota −
-  lendingLimit`` → guarantee; ``cohort`` (or ``cohortName``) → parent;
-  ``fairSharing.weight`` → weight (a quantity; rounded, at least 1). Flavors are not
-  modelled (a resource's quota is the sum over flavors). A ``Cohort``
+- Kueue ``ClusterQueue`` (``kueue.x-k8s.io/v1beta1`` or ``v1beta2``): ``resourceGroups``
+  → ``groups`` (per flavor, in order: ``nominalQuota``, ``borrowingLimit``,
+  ``lendingLimit``; admission checks these per flavor, :mod:`phalanx.cluster.flavors`); for
+  the queue as a whole, every flavor's ``nominalQuota`` summed per resource → deserved;
+  ``nominalQuota + borrowingLimit`` → capability (no borrowingLimit: unlimited within its
+  cohort); ``nominalQuota − lendingLimit`` → guarantee; ``cohort`` (or ``cohortName``) →
+  parent; ``fairSharing.weight`` → weight (a quantity; rounded, at least 1). What Kueue's
+  webhook refuses is refused here with its field: a flavor listed twice, a resource covered
+  by two groups, a flavor whose resources are not its group's ``coveredResources`` in order.
+  A ``Cohort``
   (``kueue.x-k8s.io/v1alpha1``) becomes a parent queue (its ``parentName``/``parent`` and
   quotas likewise); a cohort only named by ClusterQueues is an implicit unlimited parent.
   ``LocalQueue`` → a :class:`QueueBindingSpec` from ``namespace/name`` to its ClusterQueue.
@@ -26,8 +30,8 @@ Design: one public reader per kind, each naming its object in every error. The m
   ``/v1alpha1``, namespaced): a queue named ``NAMESPACE`` with ``min`` → deserved and guarantee
   (ElasticQuota never reclaims below min), ``max`` → capability, and a binding of the whole
   namespace to it (``namespaces``).
-- Kueue ``ResourceFlavor``: accepted and validated (``spec.nodeLabels``); flavors are not
-  modelled.
+- Kueue ``ResourceFlavor`` → :class:`ResourceFlavorSpec` (``nodeLabels``, ``nodeTaints``,
+  ``tolerations``).
 - ``policy/v1 PodDisruptionBudget`` → :class:`BudgetSpec`.
 """
 
@@ -37,7 +41,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from phalanx.api.quantity import to_units
-from phalanx.api.queues import BudgetSpec, QueueBindingSpec, QueueSpec
+from phalanx.api.queues import (
+    BudgetSpec,
+    FlavorQuota,
+    QueueBindingSpec,
+    QueueSpec,
+    ResourceGroup,
+)
 from phalanx.api.specs import Requirement, ResourceFlavorSpec, Resources
 from phalanx.api.workload import Spec
 from phalanx.k8s.fields import (
@@ -58,7 +68,7 @@ from phalanx.k8s.fields import (
     require_str,
 )
 from phalanx.k8s.meta import describing, name_of, namespace_of, object_label, root
-from phalanx.k8s.placement import _requirement
+from phalanx.k8s.placement import _requirement, taints, tolerations
 
 VOLCANO = "scheduling.volcano.sh"
 KAI = "scheduling.run.ai"
@@ -138,33 +148,21 @@ def kueue_cluster_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
             or get_str(spec, "parent", "spec")
             or get_str(spec, "parentName", "spec")
         )
+        groups = _resource_groups(spec)
         nominal: Resources = {}
         borrow: Resources = {}
         lend: Resources = {}
         unlimited: set[str] = set()
-        for i, group in enumerate(get_list(spec, "resourceGroups", "spec")):
-            gpath = child("spec.resourceGroups", i)
-            for j, flavor in enumerate(get_list(as_mapping(group, gpath), "flavors", gpath)):
-                fpath = child(child(gpath, "flavors"), j)
-                for k, res in enumerate(get_list(as_mapping(flavor, fpath), "resources", fpath)):
-                    rpath = child(child(fpath, "resources"), k)
-                    entry = as_mapping(res, rpath)
-                    name = require_str(entry, "name", rpath)
-                    if entry.get("nominalQuota") is None:
-                        fail(child(rpath, "nominalQuota"), "is required")
-                    nominal[name] = nominal.get(name, 0) + _quantity(
-                        name, entry["nominalQuota"], child(rpath, "nominalQuota")
-                    )
-                    if entry.get("borrowingLimit") is None:
+        for group in groups:
+            for flavor in group.flavors:
+                for name, amount in flavor.nominal.items():
+                    nominal[name] = nominal.get(name, 0) + amount
+                    if name not in flavor.borrowing:
                         unlimited.add(name)
                     else:
-                        borrow[name] = borrow.get(name, 0) + _quantity(
-                            name, entry["borrowingLimit"], child(rpath, "borrowingLimit")
-                        )
-                    if entry.get("lendingLimit") is not None:
-                        lend[name] = lend.get(name, 0) + _quantity(
-                            name, entry["lendingLimit"], child(rpath, "lendingLimit")
-                        )
+                        borrow[name] = borrow.get(name, 0) + flavor.borrowing[name]
+                    if name in flavor.lending:
+                        lend[name] = lend.get(name, 0) + flavor.lending[name]
         fair = get_mapping(spec, "fairSharing", "spec")
         weight = 1
         if fair.get("weight") is not None:
@@ -184,15 +182,109 @@ def kueue_cluster_queue_from_dict(obj: Mapping[str, Any]) -> QueueSpec:
             capability=capability,
             weight=weight,
             api=KUEUE,
+            groups=groups,
+            borrow_last=_borrow_last(spec),
         )
 
 
+#: ``flavorFungibility.whenCanBorrow`` values: take a flavor that fits by borrowing (the
+#: default, ``Borrow`` before v1beta2), or try the next flavors for one that needs none.
+_WHEN_CAN_BORROW = ("MayStopSearch", "Borrow", "TryNextFlavor")
+_WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch", "Preempt")
+
+
+def _borrow_last(spec: Obj) -> bool:
+    """Does ``flavorFungibility.whenCanBorrow: TryNextFlavor`` prefer flavors that fit
+    without borrowing? (``whenCanPreempt`` is validated; flavors are never preempted for.)"""
+    fungibility = get_mapping(spec, "flavorFungibility", "spec")
+    path = "spec.flavorFungibility"
+    for key, allowed in (
+        ("whenCanBorrow", _WHEN_CAN_BORROW),
+        ("whenCanPreempt", _WHEN_CAN_PREEMPT),
+    ):
+        value = get_str(fungibility, key, path)
+        if value and value not in allowed:
+            fail(child(path, key), f"unknown value {value!r} (one of {', '.join(allowed)})")
+    return get_str(fungibility, "whenCanBorrow", path) == "TryNextFlavor"
+
+
+def _resource_groups(spec: Obj) -> tuple[ResourceGroup, ...]:
+    """``spec.resourceGroups``, checked as Kueue's admission webhook checks them: a flavor
+    appears once in a ClusterQueue, a resource is covered by one group, and each flavor of a
+    group lists exactly its ``coveredResources``, in that order."""
+    groups: list[ResourceGroup] = []
+    flavor_at: dict[str, str] = {}
+    covered_at: dict[str, str] = {}
+    for i, raw_group in enumerate(get_list(spec, "resourceGroups", "spec")):
+        gpath = child("spec.resourceGroups", i)
+        group = as_mapping(raw_group, gpath)
+        covered = _covered(group, gpath, covered_at)
+        flavors: list[FlavorQuota] = []
+        for j, raw_flavor in enumerate(get_list(group, "flavors", gpath)):
+            fpath = child(child(gpath, "flavors"), j)
+            flavor = as_mapping(raw_flavor, fpath)
+            name = require_str(flavor, "name", fpath)
+            _once(flavor_at, name, child(fpath, "name"), "flavor")
+            flavors.append(_flavor_quota(name, flavor, fpath, covered))
+        groups.append(ResourceGroup(covered, tuple(flavors)))
+    return tuple(groups)
+
+
+def _once(seen: dict[str, str], name: str, path: str, what: str) -> None:
+    """Record ``name`` at ``path``; fail if it was seen before."""
+    if name in seen:
+        fail(path, f"{what} {name!r} is listed twice (also at {seen[name]})")
+    seen[name] = path
+
+
+def _covered(group: Obj, gpath: str, covered_at: dict[str, str]) -> tuple[str, ...]:
+    """A group's ``coveredResources`` (empty when absent: then taken from its flavors, as
+    manifests written before the field existed did)."""
+    names: list[str] = []
+    for k, raw in enumerate(get_list(group, "coveredResources", gpath)):
+        path = child(child(gpath, "coveredResources"), k)
+        name = as_str(raw, path)
+        _once(covered_at, name, path, "covered resource")
+        names.append(name)
+    return tuple(names)
+
+
+def _flavor_quota(name: str, flavor: Obj, fpath: str, covered: tuple[str, ...]) -> FlavorQuota:
+    nominal: Resources = {}
+    borrowing: Resources = {}
+    lending: Resources = {}
+    listed: dict[str, str] = {}
+    for k, res in enumerate(get_list(flavor, "resources", fpath)):
+        rpath = child(child(fpath, "resources"), k)
+        entry = as_mapping(res, rpath)
+        resource = require_str(entry, "name", rpath)
+        _once(listed, resource, child(rpath, "name"), "resource")
+        if entry.get("nominalQuota") is None:
+            fail(child(rpath, "nominalQuota"), "is required")
+        nominal[resource] = _quantity(resource, entry["nominalQuota"], child(rpath, "nominalQuota"))
+        for key, into in (("borrowingLimit", borrowing), ("lendingLimit", lending)):
+            if entry.get(key) is not None:
+                into[resource] = _quantity(resource, entry[key], child(rpath, key))
+    if covered and tuple(listed) != covered:
+        fail(
+            child(fpath, "resources"),
+            f"flavor {name!r} lists {', '.join(listed) or 'no resource'}; it must list the "
+            f"group's coveredResources ({', '.join(covered)}), in that order",
+        )
+    return FlavorQuota(name, nominal, borrowing, lending)
+
+
 def resource_flavor_from_dict(obj: Mapping[str, Any]) -> ResourceFlavorSpec:
-    """A Kueue ResourceFlavor: accepted and validated; flavors are not modelled."""
+    """A Kueue ResourceFlavor: its node labels, node taints and tolerations."""
     with describing(object_label(obj, "ResourceFlavor", namespaced=False)):
         flavor = root(obj)
         spec = get_mapping(flavor, "spec", "")
-        return ResourceFlavorSpec(name_of(flavor), get_string_map(spec, "nodeLabels", "spec"))
+        return ResourceFlavorSpec(
+            name_of(flavor),
+            get_string_map(spec, "nodeLabels", "spec"),
+            node_taints=taints(spec, "spec", "nodeTaints"),
+            tolerations=tolerations(spec, "spec"),
+        )
 
 
 def local_queue_from_dict(obj: Mapping[str, Any]) -> QueueBindingSpec:

@@ -68,7 +68,11 @@ def cluster_rules() -> list[Manifest]:
         _rule(_PODGROUP_GROUPS, ("podgroups",), read),
         _rule(_PODGROUP_GROUPS, ("podgroups/status",), ("patch",)),
         _rule(("scheduling.volcano.sh", "scheduling.run.ai"), ("queues",), read),
-        _rule(("kueue.x-k8s.io",), ("clusterqueues", "localqueues", "cohorts"), read),
+        _rule(
+            ("kueue.x-k8s.io",),
+            ("clusterqueues", "localqueues", "cohorts", "resourceflavors"),
+            read,
+        ),
         _rule(("scheduling.x-k8s.io", "scheduling.sigs.k8s.io"), ("elasticquotas",), read),
         _rule(("kueue.x-k8s.io", "kai.scheduler"), ("topologies",), read),
         _rule(("topology.volcano.sh",), ("hypernodes",), read),

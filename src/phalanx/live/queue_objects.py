@@ -1,15 +1,17 @@
 """Queue objects in the live cache: every peer's queue API into the state's one queue book.
 
 Design: the simulator reads Volcano ``Queue``, KAI ``Queue`` (``scheduling.run.ai/v2``),
-Kueue ``ClusterQueue``, ``LocalQueue`` and ``Cohort``, and scheduler-plugins
-``ElasticQuota`` with the readers of :mod:`phalanx.k8s.queues` into
+Kueue ``ClusterQueue``, ``LocalQueue``, ``Cohort`` and ``ResourceFlavor``, and
+scheduler-plugins ``ElasticQuota`` with the readers of :mod:`phalanx.k8s.queues` into
 :class:`~phalanx.api.queues.QueueSpec` and :class:`~phalanx.api.queues.QueueBindingSpec`;
 :class:`QueueObjects` feeds the live :class:`~phalanx.cluster.queues.QueueBook` from the same
 readers (no second converter), one watch event at a time, so the same objects make the same
 queues, bindings and decisions live as in simulation. Which queue a gang or pod is in is the
 book's rule, shared by both (:meth:`QueueBook.queue_of`): a PodGroup's queue; a pod's
 ``kueue.x-k8s.io/queue-name`` label through its namespace's LocalQueue to a ClusterQueue;
-``kai.scheduler/queue``; the namespace's ElasticQuota for a gang that names none.
+``kai.scheduler/queue``; the namespace's ElasticQuota for a gang that names none. A
+ResourceFlavor goes into the book by its name (``QueueBook.add_flavor``); a ClusterQueue
+naming one that is missing, or rejected, is inactive, as Kueue leaves it.
 
 Several objects may declare the same queue name (a Volcano and a KAI queue ``team-a``, two
 ElasticQuotas in one namespace): each is kept, and the book holds the first by API (Volcano,
@@ -32,12 +34,14 @@ from typing import Any, TypeVar
 
 from phalanx.api.errors import InputError
 from phalanx.api.queues import QueueBindingSpec, QueueSpec
+from phalanx.api.specs import ResourceFlavorSpec
 from phalanx.cluster.queues import QueueBook
 from phalanx.k8s.queues import (
     elastic_quota_from_dict,
     kai_queue_from_dict,
     kueue_cluster_queue_from_dict,
     local_queue_from_dict,
+    resource_flavor_from_dict,
     volcano_queue_from_dict,
 )
 from phalanx.live.convert import Conversions, Obj, Rejections, key_of
@@ -51,7 +55,8 @@ from phalanx.live.resources import (
 
 DELETED = "DELETED"
 T = TypeVar("T")
-Reader = Callable[[Mapping[str, Any]], QueueSpec | QueueBindingSpec]
+Read = QueueSpec | QueueBindingSpec | ResourceFlavorSpec
+Reader = Callable[[Mapping[str, Any]], Read]
 
 #: (group, plural) → (rank when names collide, the label rejections use, the reader).
 READERS: dict[tuple[str, str], tuple[int, str, Reader]] = {
@@ -60,6 +65,7 @@ READERS: dict[tuple[str, str], tuple[int, str, Reader]] = {
     ("kueue.x-k8s.io", "clusterqueues"): (2, "ClusterQueue", kueue_cluster_queue_from_dict),
     ("kueue.x-k8s.io", "localqueues"): (2, "LocalQueue", local_queue_from_dict),
     ("kueue.x-k8s.io", "cohorts"): (3, "Cohort", kueue_cluster_queue_from_dict),
+    ("kueue.x-k8s.io", "resourceflavors"): (2, "ResourceFlavor", resource_flavor_from_dict),
     (ELASTIC_QUOTAS.group, "elasticquotas"): (4, "ElasticQuota", elastic_quota_from_dict),
     (ELASTIC_QUOTAS_SIGS.group, "elasticquotas"): (
         5,
@@ -81,18 +87,23 @@ class QueueObjects:
         self._declared: dict[str, dict[tuple[int, str], QueueSpec]] = {}
         self._names: dict[Marker, str] = {}  # object → the queue name it declares
         self._bindings: dict[Marker, QueueBindingSpec] = {}  # LocalQueue → its binding
+        self._flavors: dict[Marker, ResourceFlavorSpec] = {}  # ResourceFlavor → its spec
 
     def apply(self, resource: Resource, kind: str, obj: Obj, book: QueueBook) -> bool:
         """One event about a queue object of ``resource``; True when the book changed."""
         rank, label, reader = READERS[(resource.group, resource.plural)]
         key = key_of(obj)
         marker = (resource.group, resource.plural, key)
-        spec: QueueSpec | QueueBindingSpec | None = None
+        spec: Read | None = None
         if kind == DELETED:
             self.rejections.accept(label, key)
             self.conversions.drop(label, key)
         else:
             spec = self._read(label, obj, reader, memo=resource != VOLCANO_QUEUES)
+        if isinstance(spec, ResourceFlavorSpec) or marker in self._flavors:
+            return self._flavor(
+                marker, spec if isinstance(spec, ResourceFlavorSpec) else None, book
+            )
         if isinstance(spec, QueueBindingSpec) or marker in self._bindings:
             return self._bind(marker, spec if isinstance(spec, QueueBindingSpec) else None, book)
         names: set[str] = set()
@@ -109,9 +120,7 @@ class QueueObjects:
             changed |= self._install(name, book)
         return changed
 
-    def _read(
-        self, label: str, obj: Obj, reader: Reader, memo: bool
-    ) -> QueueSpec | QueueBindingSpec | None:
+    def _read(self, label: str, obj: Obj, reader: Reader, memo: bool) -> Read | None:
         """``reader(obj)`` (memoised under ``label`` with ``memo``), or None when rejected."""
         try:
             spec = self.conversions.convert(label, obj, reader) if memo else reader(obj)
@@ -133,6 +142,12 @@ class QueueObjects:
             self._declared.pop(name, None)
         current = book.specs.get(name)
         return _swap(current, winner, lambda _: book.remove_queue(name), book.add_queue)
+
+    def _flavor(self, marker: Marker, spec: ResourceFlavorSpec | None, book: QueueBook) -> bool:
+        before = self._flavors.pop(marker, None)
+        if spec is not None:
+            self._flavors[marker] = spec
+        return _swap(before, spec, lambda old: book.remove_flavor(old.name), book.add_flavor)
 
     def _bind(self, marker: Marker, spec: QueueBindingSpec | None, book: QueueBook) -> bool:
         before = self._bindings.pop(marker, None)

@@ -196,11 +196,18 @@ LOCAL_QUEUE_VERSIONS = tuple(
     _queue_crd("kueue.x-k8s.io", v, "localqueues", "LocalQueue", namespaced=True)
     for v in ("v1beta2", "v1beta1")
 )
+#: Kueue's ResourceFlavors (the nodes and quotas of a ClusterQueue's flavors), newest first.
+RESOURCE_FLAVOR_VERSIONS = tuple(
+    Resource("kueue.x-k8s.io", v, "resourceflavors", "ResourceFlavor", False, custom=True)
+    for v in ("v1beta2", "v1beta1")
+)
 #: The queue objects of versioned APIs, one family each (discovery picks the version).
-QUEUE_OBJECT_VERSIONS = (CLUSTER_QUEUE_VERSIONS, LOCAL_QUEUE_VERSIONS)
+QUEUE_OBJECT_VERSIONS = (CLUSTER_QUEUE_VERSIONS, LOCAL_QUEUE_VERSIONS, RESOURCE_FLAVOR_VERSIONS)
 #: Every queue-object resource the live scheduler may watch but Volcano's Queue (whose API
 #: also decides the holds of Volcano's PodGroups).
-QUEUE_OBJECT_RESOURCES = frozenset((*QUEUE_OBJECTS, *CLUSTER_QUEUE_VERSIONS, *LOCAL_QUEUE_VERSIONS))
+QUEUE_OBJECT_RESOURCES = frozenset(
+    (*QUEUE_OBJECTS, *CLUSTER_QUEUE_VERSIONS, *LOCAL_QUEUE_VERSIONS, *RESOURCE_FLAVOR_VERSIONS)
+)
 
 #: The gang APIs of a fixed version (any may be missing from a cluster); KAI's PodGroup and
 #: the Workload API's versions are listed beside them.

@@ -21,6 +21,18 @@ deferred growth while any such gang waited starved elastic gangs behind gangs th
 fit anyway (found by the live chaos test), so room a waiting gang cannot use yet is not held
 back (keeping it is the reservation issue's).
 
+Kueue resource flavors (:mod:`phalanx.cluster.flavors`): a gang of a ClusterQueue that has
+flavors is offered its flavors (``flavors``, the session tries its placement inside each in
+turn), first the ones in listed order whose quota has room for it, skipping those whose node
+taints its pods do not tolerate or whose nodes their selector excludes; when no flavor has
+quota room it waits (``QueueCapability``, naming each flavor and why). A gang with members
+running keeps its flavor. A ClusterQueue naming a ResourceFlavor that does not exist admits
+nothing (``QueueInactive``). Usage per flavor is counted once per cycle from the running
+gangs, plus what the cycle commits. Flavor fungibility: a flavor that fits by borrowing is
+taken (``whenCanBorrow: MayStopSearch``, Kueue's default) unless the ClusterQueue says
+``TryNextFlavor`` (flavors that need no borrowing are tried first); one whose quota is full
+is passed over for the next (flavors are never preempted for).
+
 Filter: room held for a preemptor (``QueueBook.holds``) is not offered to any other gang, and
 the preemptor's pods go to the nodes its plan chose while these still fit them (a greedy
 placement could otherwise split the room so that its last pod no longer fits).
@@ -43,13 +55,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from phalanx.api.queues import DEFAULT_QUEUE
+from phalanx.api.queues import DEFAULT_QUEUE, QueueSpec
 from phalanx.cluster.fairshare import Floats
+from phalanx.cluster.flavors import (
+    FlavorUsage,
+    assignments,
+    borrows,
+    flavor_mask,
+    held_flavors,
+    shortfall,
+    untolerated,
+)
 from phalanx.cluster.labels import Mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.queues import QueueBook
 from phalanx.cluster.resources import Vector
-from phalanx.cluster.workloads import GangInfo, PodInfo
+from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo
+from phalanx.framework.plugin import Flavors
 from phalanx.framework.unit import Unit
 
 if TYPE_CHECKING:
@@ -69,6 +91,11 @@ class Queues:
         self.was_active = False
         self.named: dict[str, GangInfo] = {}  # waiting or parked gangs naming a queue
         self._named_at = -1  # the book's generation ``named`` was built at
+        #: per queue and flavor, what its gangs hold (None: no queue has flavors)
+        self.flavor_usage: FlavorUsage | None = None
+        self.flavor_seen = 0  # binds of this cycle already in ``flavor_usage``
+        self._quota_only = False  # the last ``flavors`` passed over a flavor for its quota
+        self._masks: tuple[object, dict[tuple[str, ...], Mask]] = (None, {})
 
     # -- a cycle begins --------------------------------------------------------------------
     def open_session(self, session: Session) -> None:
@@ -86,6 +113,9 @@ class Queues:
             book.refresh(waiting, state.index, total, session.now)
             self.keys = self._keys(waiting)
         self._holds(len(state.index))
+        self.flavor_usage, self.flavor_seen = None, 0
+        if book.active and book.flavored():
+            self.flavor_usage = self._held_by_flavor()
         if book.active and not self.was_active:
             state.room_changed()  # order keys start to move: every parked gang is retried
         self.was_active = book.active
@@ -180,7 +210,7 @@ class Queues:
             return ("QueueClosed", f"queue {queue!r} is closed")
         if spec is None and book.missing(queue):
             return ("QueueMissing", _missing(queue, gang.namespace, book.named(gang)))
-        return self.over_capability(queue, unit.pods)
+        return self.flavor_verdict(unit, queue) or self.over_capability(queue, unit.pods)
 
     def unit_limit(self, unit: Unit) -> int | None:
         """How many of an elastic unit's pods, in order, fit under its queue's and every
@@ -261,6 +291,143 @@ class Queues:
                 total = self.committed.setdefault(name, np.zeros(width))
                 total[: pod.request.size] += pod.request[:width]
         self.seen = len(binds)
+
+    # -- flavors ---------------------------------------------------------------------------
+    def flavor_verdict(self, unit: Unit, queue: str) -> tuple[str, str] | None:
+        """Why ``unit`` may not be admitted in any flavor of ``queue`` for quota (or the
+        queue is inactive); None: it may be tried (in the flavors ``flavors`` gives)."""
+        book = self.book
+        if not book.flavors and not book.specs.get(queue, _NO_GROUPS).groups:
+            return None
+        inactive = book.inactive(queue)
+        if inactive is not None:
+            return ("QueueInactive", inactive)
+        if self.session is None or queue not in book.flavored():
+            return None
+        offered = self.flavors(unit, self.session)
+        if offered is not None and not offered.choices and self._quota_only:
+            return ("QueueCapability", "; ".join(offered.skipped))
+        return None
+
+    def flavors(self, unit: Unit, session: Session) -> Flavors | None:
+        """The flavors ``unit`` may be admitted in, in order (see the module docstring)."""
+        book, usage = self.book, self.flavor_usage
+        self._quota_only = False
+        if usage is None or not unit.pods:
+            return None
+        gang = unit.gang
+        queue = book.queue_of(gang)
+        if queue not in book.flavored():
+            return None
+        inactive = book.inactive(queue)
+        if inactive is not None:
+            return Flavors(skipped=[inactive])
+        spec = book.specs[queue]
+        self._catch_up_flavors()
+        index = session.state.index
+        held = session.result.flavors.get(gang.ident) or (
+            held_flavors(gang, spec, self._flavor_masks()) if gang.placed else ()
+        )
+        # Kueue admits a workload whole: a gang placed a pod at a time chooses its flavor
+        # for all its pending pods, and keeps it for the rest
+        asking = unit.pods if held or session.config.gang_units else gang.placeable()
+        need: dict[str, int] = {}
+        for pod in asking:
+            for at in np.flatnonzero(pod.request):
+                name = index.names[int(at)]
+                need[name] = need.get(name, 0) + int(pod.request[at])
+        placement = unit.pods[0].spec.placement
+        usable = session.table.facts.usable(placement)
+        offered = Flavors()
+        quota_skips = 0
+        borrowing: list[bool] = []
+        for assignment in assignments(spec, need):
+            if held and assignment.names != held:
+                continue
+            declared = [book.flavors[name] for name in assignment.names]
+            taint = untolerated(declared, placement.tolerations)
+            if taint:
+                offered.skipped.append(
+                    f"{assignment.label}: the pods do not tolerate its node taint {taint}"
+                )
+                continue
+            nodes = self._mask(assignment.names)
+            if not (nodes & usable).any():
+                why = (
+                    "the pods' node selector, affinity or tolerations exclude its nodes"
+                    if nodes.any()
+                    else "no node has its node labels"
+                )
+                offered.skipped.append(f"{assignment.label}: {why}")
+                continue
+            short = shortfall(book.specs, queue, book.parent(queue), assignment, need, usage)
+            if short is not None:
+                offered.skipped.append(short)
+                quota_skips += 1
+                continue
+            offered.choices.append((assignment.label, assignment.names, nodes))
+            if spec.borrow_last:
+                borrowing.append(borrows(queue, assignment, need, usage))
+        if spec.borrow_last:  # whenCanBorrow: TryNextFlavor: no borrowing first (stable)
+            ranked = sorted(zip(borrowing, offered.choices, strict=True), key=lambda b: b[0])
+            offered.choices = [choice for _, choice in ranked]
+        self._quota_only = quota_skips > 0
+        return offered
+
+    def _held_by_flavor(self) -> FlavorUsage:
+        """What the gangs of queues with flavors hold, per flavor (before this cycle)."""
+        book, usage = self.book, FlavorUsage()
+        flavored = book.flavored()
+        index = self.session.state.index if self.session is not None else None
+        if index is None:
+            return usage
+        masks = self._flavor_masks()
+        for gang in book.tracked.values():
+            queue = book.queue_of(gang)
+            if queue not in flavored or not gang.placed:
+                continue
+            spec = book.specs[queue]
+            names = held_flavors(gang, spec, masks)
+            for pod in gang.members:
+                if names and pod.status in HOLDING:
+                    usage.charge(queue, spec, names, pod.request, index)
+        return usage
+
+    def _catch_up_flavors(self) -> None:
+        """Charge this cycle's binds since the last look to their flavors."""
+        session, usage = self.session, self.flavor_usage
+        if session is None or usage is None:
+            return
+        binds = session.result.binds
+        flavored = self.book.flavored()
+        for pod, _ in binds[self.flavor_seen :]:
+            gang = pod.gang
+            queue = self.book.queue_of(gang)
+            if queue not in flavored:
+                continue
+            spec = self.book.specs[queue]
+            names = session.result.flavors.get(gang.ident) or held_flavors(
+                gang, spec, self._flavor_masks()
+            )
+            usage.charge(queue, spec, names, pod.request, session.state.index)
+        self.flavor_seen = len(binds)
+
+    def _flavor_masks(self) -> dict[str, Mask]:
+        """Each declared flavor's nodes, by name."""
+        return {name: self._mask((name,)) for name in self.book.flavors}
+
+    def _mask(self, names: tuple[str, ...]) -> Mask:
+        """The nodes of the flavors ``names`` (kept per node facts and book generation)."""
+        assert self.session is not None
+        facts = self.session.table.facts
+        stamp = (id(facts), self.book.generation)
+        if self._masks[0] != stamp:
+            self._masks = (stamp, {})
+        cache = self._masks[1]
+        mask = cache.get(names)
+        if mask is None:
+            mask = cache[names] = flavor_mask(facts, [self.book.flavors[n] for n in names])
+        return mask
 
     # -- held room -------------------------------------------------------------------------
     def table_only(self) -> bool:
@@ -344,11 +511,11 @@ class Quota(Queues):
         if self.book.missing(queue):
             return ("QueueMissing", _missing(queue, gang.namespace, self.book.named(gang)))
         if self._gang_units():
-            return self.over_capability(queue, unit.pods)
+            return self.flavor_verdict(unit, queue) or self.over_capability(queue, unit.pods)
         self._catch_up()
         if gang.ident in self.admitted:
-            return None  # its quota was reserved when it was admitted
-        return self.over_capability(queue, gang.pending())
+            return None  # its quota (and flavor) were held when it was admitted
+        return self.flavor_verdict(unit, queue) or self.over_capability(queue, gang.pending())
 
     def _gang_units(self) -> bool:
         return self.session is not None and self.session.config.gang_units
@@ -376,6 +543,9 @@ class Quota(Queues):
         for name in self.book.ancestry(self.book.queue_of(gang)):
             total = self.committed.setdefault(name, np.zeros(width))
             total += need
+
+
+_NO_GROUPS = QueueSpec("")
 
 
 def _missing(queue: str, namespace: str, named: str) -> str:

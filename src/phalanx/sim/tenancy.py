@@ -1,6 +1,7 @@
 """Queues in the simulator: queue objects, preempted gangs restarting, and shares over time.
 
-- Queue objects (``QueueSpec``, ``QueueBindingSpec``) and PodDisruptionBudgets go into the
+- Queue objects (``QueueSpec``, ``QueueBindingSpec``, Kueue ``ResourceFlavorSpec``) and
+  PodDisruptionBudgets go into the
   state's :class:`~phalanx.cluster.queues.QueueBook` when they appear.
 - An evicted pod is gone at once (no grace period). A gang that falls below its minimum while
   its work runs **restarts**: its work stops (a FINISH already planned no longer counts), the
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from phalanx.api.queues import DEFAULT_QUEUE, BudgetSpec, QueueBindingSpec, QueueSpec
+from phalanx.api.specs import ResourceFlavorSpec
 from phalanx.cluster.disruption import CHECKPOINT, checkpoint_interval, kept_seconds
 from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
 
@@ -45,6 +47,8 @@ def add_object(sim: Simulation, spec: object) -> bool:
         book.add_binding(spec)
     elif isinstance(spec, BudgetSpec):
         book.add_budget(spec)
+    elif isinstance(spec, ResourceFlavorSpec):
+        book.add_flavor(spec)
     else:
         return False
     return True
@@ -58,6 +62,8 @@ def remove_object(sim: Simulation, spec: object) -> None:
         book.remove_binding(spec)
     elif isinstance(spec, BudgetSpec):
         book.budgets.pop(f"{spec.namespace}/{spec.name}", None)
+    elif isinstance(spec, ResourceFlavorSpec):
+        book.remove_flavor(spec.name)
 
 
 @dataclass(slots=True)

@@ -278,12 +278,14 @@ ELASTIC_QUOTAS = _queue_crd(
 ELASTIC_QUOTAS_SIGS = _queue_crd(
     "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True
 )
-#: Kueue's ClusterQueue and LocalQueue by version (each version its own store here).
+#: Kueue's ClusterQueue, LocalQueue and ResourceFlavor by version (each version its own store
+#: here).
 KUEUE_V1BETA1 = tuple(
     _queue_crd("kueue.x-k8s.io", "v1beta1", plural, kind, namespaced)
     for plural, kind, namespaced in (
         ("clusterqueues", "ClusterQueue", False),
         ("localqueues", "LocalQueue", True),
+        ("resourceflavors", "ResourceFlavor", False),
     )
 )
 KUEUE_V1BETA2 = tuple(dataclasses.replace(info, version="v1beta2") for info in KUEUE_V1BETA1)

@@ -36,6 +36,10 @@ spec:
 
 
 QUEUES = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: research}
 spec:
