@@ -118,7 +118,7 @@ def two_flavors(gen_b: int, gen_a: int) -> list[dict[str, Any]]:
     return [*FLAVORS, research, local_queue("team", "research")]
 
 
-@pytest.mark.parametrize("policy", ["phalanx", "kueue", "volcano"])
+@pytest.mark.parametrize("policy", ["phalanx", "kueue", "volcano", "fifo-reserve"])
 def test_a_job_beyond_the_first_flavors_quota_runs_on_the_second_flavors_nodes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str
 ) -> None:
