@@ -11,6 +11,7 @@ from phalanx.cli.main import main
 from phalanx.compare import WAIT_KEYS
 from phalanx.compare.summary import METRICS
 from phalanx.policies import COMPARED
+from phalanx.sim.instants import MAX_CYCLES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "phalanx" / "examples"
 DEADLOCK = str(EXAMPLES / "01-deadlock.yaml")
@@ -168,3 +169,28 @@ def test_queues_in_compare_json_and_report(
     assert "<h2>Queue shares</h2>" in page
     assert "Queue shares over time under phalanx" in page
     assert "speech deserved" in page and "vision held" in page
+
+
+LOOPING = (
+    "synthetic:jobs=518,nodes=16,seed=1,load=1.3,max_duration=14400,"
+    "queues=a:1:40:2/b:1:30:1/c:1:30:1,high=0.1"
+)
+
+
+def test_a_loop_of_reclaims_at_one_instant_is_cut_short_and_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Volcano's reclaim rule on three weighted queues: a queue below its deserved share takes
+    from one above it, which is then below its own and takes back. Evictions take effect at
+    once in the simulator, so at t≈4h11m this run looped at one instant forever (``compare``
+    never returned). The instant is now cut short after ``MAX_CYCLES`` cycles, the run ends,
+    and the loop is reported (JSON and a note under the table)."""
+    assert main(["compare", LOOPING, "--policies", "volcano", "-o", "json"]) == 0
+    volcano = json.loads(capsys.readouterr().out)["policies"]["volcano"]
+    assert volcano["completed"] == 518
+    cut = volcano["livelocks"]
+    assert cut and cut[0]["t"] == pytest.approx(15098.58, abs=0.01)
+    assert all(c["cycles"] == MAX_CYCLES and c["evicted"] for c in cut)
+    assert main(["compare", LOOPING, "--policies", "volcano"]) == 0
+    note = capsys.readouterr().out.splitlines()[-1]
+    assert note.startswith(f"volcano: a loop of evictions at {len(cut)} instant(s)")

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from phalanx.sim.instants import note as livelock_note
+
 Kind = Literal["time", "percent", "gpu_hours", "dollars", "count"]
 Better = Literal["lower", "higher"] | None
 Value = float | int | None
@@ -102,4 +104,7 @@ def run_notes(results: Mapping[str, Mapping[str, object]]) -> list[str]:
         why = result.get("nothing_placed")
         if isinstance(why, str) and why:
             notes.append(f"{policy}: {why}")
+        cut = result.get("livelocks")
+        if isinstance(cut, list) and cut:
+            notes.append(livelock_note(policy, cut))
     return notes

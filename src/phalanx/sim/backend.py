@@ -4,7 +4,8 @@ The shared applier has already changed the state when these are called; this bac
 a cluster would do next, on the virtual clock: a bound pod starts running (after the start-up
 delay) and its gang's work starts once its minimum runs; an evicted pod is gone at once (no
 grace period) and its controller re-creates it; reservations are paid for in the GPU meter;
-timeouts and evictions are written to the event log; wake-ups become events on the heap.
+timeouts and evictions are written to the event log; wake-ups become events on the heap (at
+most :data:`~phalanx.sim.instants.MAX_CYCLES` cycles at one instant).
 Conditions need no writing: the gang's condition in the state is what the run reports.
 """
 
@@ -48,6 +49,7 @@ class SimBackend:
             sim.try_start(gang)
 
     def evict(self, pod: PodInfo, gang: GangInfo) -> None:
+        self.sim.instants.evicting(gang.key)
         self.sim.disruptions.evicted(self.sim, pod)
 
     def reserve(self, pod: PodInfo, node: int) -> None:
@@ -72,6 +74,8 @@ class SimBackend:
     def wake_at(self, at: float) -> None:
         # a cycle asks for one more cycle at its own instant (a preemptor binds in it): the
         # wake-up of that instant, if any, has run already
+        if at == self.sim.now and not self.sim.instants.wake_allowed(at):
+            return  # a loop of evictions at this instant: cut short (:mod:`..instants`)
         if at not in self.wakeups or at == self.sim.now:
             self.wakeups.add(at)
             self.sim.queue.push(Event(at, Kind.RETRY, "wake"))

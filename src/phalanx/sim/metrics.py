@@ -166,6 +166,8 @@ class SimResult:
     shrinks: int = 0
     lost_gpu_hours: float = 0.0
     queues: dict[str, Any] = field(default_factory=dict)
+    #: instants cut short by a loop of evictions (:mod:`phalanx.sim.instants`)
+    livelocks: list[dict[str, Any]] = field(default_factory=list)
 
     def count(self, state: str) -> int:
         return sum(gang.state == state for gang in self.gangs)
@@ -214,6 +216,7 @@ class SimResult:
             "shrinks": self.shrinks,
             "lost_gpu_hours": round(self.lost_gpu_hours, 6),
             "queues": self.queues,
+            "livelocks": self.livelocks,
         }
 
 

@@ -38,6 +38,7 @@ from phalanx.sim.controllers.owner import OwnerController
 from phalanx.sim.estimates import EstimateModel
 from phalanx.sim.events import Event, EventQueue, Kind
 from phalanx.sim.fragmentation import FragMeter, run_target
+from phalanx.sim.instants import Instants
 from phalanx.sim.metrics import (
     DEFAULT_GPU_HOUR_PRICE,
     GangRecord,
@@ -114,6 +115,7 @@ class Simulation:
         self.elastic = Elastic()
         self.shares = ShareMeter()
         self.finish_at: dict[str, float] = {}
+        self.instants = Instants()
         for item in workload.items:
             if isinstance(item.spec, (NodeSpec, TopologySpec, HyperNodeSpec)):
                 continue
@@ -168,6 +170,7 @@ class Simulation:
 
     def _cycle(self) -> None:
         self.cycles += 1
+        self.instants.cycle(self.now)
         with paused_gc():  # a cycle over a million waiting gangs makes millions of objects
             self.unborn.top_up()
             for scheduler in self.schedulers:
@@ -508,6 +511,7 @@ class Simulation:
             shrinks=self.disruptions.shrinks,
             lost_gpu_hours=self.disruptions.lost_gpu_seconds / 3600,
             queues=self.shares.to_json(gpu_capacity * 1000, self.now, self._waits()),
+            livelocks=self.instants.cut,
         )
 
     def _nothing_placed(self) -> str:
