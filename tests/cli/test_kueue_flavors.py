@@ -382,3 +382,45 @@ def test_a_lending_limit_keeps_a_flavors_quota_from_the_cohort(
     ]
     gangs, bound = simulate(tmp_path, capsys, docs)
     assert gangs["big"]["start"] == 0.0 and kinds(bound["big"]) == {where}
+
+
+def group_pod(group: str, index: int, total: int) -> dict[str, Any]:
+    """A plain pod of a Kueue pod group (8 GPUs, an hour) in LocalQueue ``team``."""
+    container = {"name": "c", "image": "trainer", "resources": {"limits": {GPU: "8"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{group}-{index}",
+            "namespace": "ml",
+            "labels": {
+                "kueue.x-k8s.io/queue-name": "team",
+                "kueue.x-k8s.io/pod-group-name": group,
+            },
+            "annotations": {
+                "kueue.x-k8s.io/pod-group-total-count": str(total),
+                "phalanx.dev/duration": "1h",
+            },
+        },
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
+
+
+def test_the_kueue_baseline_holds_an_admitted_groups_flavor_quota_for_its_unplaced_pods(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pods arrive a-0, b-0, a-1. Kueue admits group ``a`` whole in gen-b (its 16 GPUs are
+    gen-b's whole quota), so ``b`` goes to gen-a. Under ``kueue`` (pods placed one at a
+    time) b-0 used to be let into gen-b beside a-0, as a-1 was not placed yet: gen-b then
+    held 24 GPUs of 16."""
+    docs = [
+        *nodes(fast=2, slow=2),
+        *two_flavors(16, 16),
+        group_pod("a", 0, 2),
+        group_pod("b", 0, 1),
+        group_pod("a", 1, 2),
+    ]
+    gangs, bound = simulate(tmp_path, capsys, docs, "--policy", "kueue")
+    assert gangs["a"]["start"] == gangs["b"]["start"] == 0.0
+    assert kinds(bound["a"]) == {"fast"} and len(bound["a"]) == 2
+    assert kinds(bound["b"]) == {"slow"}

@@ -360,7 +360,12 @@ class Queues:
                 )
                 offered.skipped.append(f"{assignment.label}: {why}")
                 continue
-            short = shortfall(book.specs, queue, book.parent(queue), assignment, need, usage)
+            charged = held and self._charged(gang)  # its quota was charged when admitted
+            short = (
+                None
+                if charged
+                else shortfall(book.specs, queue, book.parent(queue), assignment, need, usage)
+            )
             if short is not None:
                 offered.skipped.append(short)
                 quota_skips += 1
@@ -392,6 +397,10 @@ class Queues:
                 if names and pod.status in HOLDING:
                     usage.charge(queue, spec, names, pod.request, index)
         return usage
+
+    def _charged(self, gang: GangInfo) -> bool:
+        """Are all of ``gang``'s pods charged to its flavor already (see :class:`Quota`)?"""
+        return False
 
     def _catch_up_flavors(self) -> None:
         """Charge this cycle's binds since the last look to their flavors."""
@@ -490,6 +499,49 @@ class Quota(Queues):
     def __init__(self) -> None:
         super().__init__()
         self.admitted: set[str] = set()  # gangs admitted by the start of this cycle or in it
+        self.flavor_admitted: set[str] = set()  # gangs whose pods are all charged to a flavor
+
+    def _held_by_flavor(self) -> FlavorUsage:
+        """Pod at a time, an admitted gang holds its flavor's quota for its pending pods too."""
+        usage = super()._held_by_flavor()
+        self.flavor_admitted = set()
+        if self._gang_units() or self.session is None:
+            return usage
+        book, index, masks = self.book, self.session.state.index, self._flavor_masks()
+        for gang in book.tracked.values():
+            queue = book.queue_of(gang)
+            if queue in book.flavored() and gang.placed:
+                self.flavor_admitted.add(gang.ident)
+                spec = book.specs[queue]
+                names = held_flavors(gang, spec, masks)
+                for pod in gang.pending() if names else ():
+                    usage.charge(queue, spec, names, pod.request, index)
+        return usage
+
+    def _charged(self, gang: GangInfo) -> bool:
+        return not self._gang_units() and gang.ident in self.flavor_admitted
+
+    def _catch_up_flavors(self) -> None:
+        """Pod at a time, a gang's first bind charges all its pods to its flavor (it is
+        admitted whole); its later binds are inside that charge."""
+        session, usage = self.session, self.flavor_usage
+        if session is None or usage is None or session.config.gang_units:
+            super()._catch_up_flavors()
+            return
+        book, binds = self.book, session.result.binds
+        for pod, _ in binds[self.flavor_seen :]:
+            gang = pod.gang
+            queue = book.queue_of(gang)
+            if gang.ident in self.flavor_admitted or queue not in book.flavored():
+                continue
+            self.flavor_admitted.add(gang.ident)
+            spec = book.specs[queue]
+            names = session.result.flavors.get(gang.ident) or held_flavors(
+                gang, spec, self._flavor_masks()
+            )
+            for member in [pod, *gang.pending()]:
+                usage.charge(queue, spec, names, member.request, session.state.index)
+        self.flavor_seen = len(binds)
 
     def open_session(self, session: Session) -> None:
         super().open_session(session)
