@@ -424,3 +424,23 @@ def test_the_kueue_baseline_holds_an_admitted_groups_flavor_quota_for_its_unplac
     assert gangs["a"]["start"] == gangs["b"]["start"] == 0.0
     assert kinds(bound["a"]) == {"fast"} and len(bound["a"]) == 2
     assert kinds(bound["b"]) == {"slow"}
+
+
+@pytest.mark.parametrize("policy", ["phalanx", "fifo-reserve"])
+def test_a_gang_waiting_for_its_flavors_quota_is_told_when_it_will_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str
+) -> None:
+    """``two`` (16 GPUs) waits for gen-b's quota of 16 while ``one`` holds 8 of it until 1h
+    (its estimate). Its expected start is 1h. The reservation's nodes were cut to the
+    flavors with quota room *now*: none, so no start was ever found ("unknown"), and
+    ``fifo-reserve``, which blocks behind a head whose start is unknown, stalled."""
+    docs = [*nodes(fast=2, slow=0), FLAVORS[0], cluster_queue("research", quota("gen-b", 16))]
+    docs.append(local_queue("team", "research"))
+    one, two = job("one", "team", 1), job("two", "team", 2)
+    one["metadata"]["annotations"]["phalanx.dev/runtime-estimate"] = "1h"
+    two["metadata"]["annotations"].update(
+        {"phalanx.dev/runtime-estimate": "1h", "phalanx.dev/submit-after": "1s"}
+    )
+    gangs, _ = simulate(tmp_path, capsys, [*docs, one, two], "--policy", policy)
+    assert gangs["two"]["expected_start_first"] == 3600.0
+    assert gangs["two"]["start"] == 3600.0

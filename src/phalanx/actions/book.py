@@ -358,10 +358,11 @@ class Book:
         assert self.session is not None
         if self._placed[0] is not unit and not self.session.static_order:
             self._placed = (unit, self._before(unit))  # before it is placed (``_standing``)
-        if self.carved or self.invalid or self.stale:
+        if self.carved or self.blocked or self.invalid or self.stale:
             # ranked before the unit's pods are allocated: once they are, a waiting gang
             # looks ready, and would be ranked as elastic growth behind every reservation
-            # (a gang with a carve now may lose it when the gate plans again)
+            # (a gang with a carve now may lose it when the gate plans again), and in strict
+            # mode behind its own entry among ``blocked``: it then waited behind itself
             self._ranked = (unit, self._rank(unit))
         if own is None or own.intent or own.start > self.now:
             return {}

@@ -224,8 +224,9 @@ class UnitPlacement(Protocol):
 
 @runtime_checkable
 class UnitFlavors(Protocol):
-    def flavors(self, unit: Unit, session: Session) -> Flavors | None:
-        """The flavors ``unit`` may be admitted in, or None for no opinion."""
+    def flavors(self, unit: Unit, session: Session, *, later: bool = False) -> Flavors | None:
+        """The flavors ``unit`` may be admitted in, or None for no opinion; ``later``: those it
+        may be admitted in once its queue has room (quota not asked: a reservation's)."""
 
 
 @runtime_checkable

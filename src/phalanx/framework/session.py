@@ -249,10 +249,11 @@ class Session:
                 return answer
         return Placements([lambda: ((pod, (None,)) for pod in unit.pods)])
 
-    def flavors(self, unit: Unit) -> Flavors | None:
-        """The flavors ``unit`` may be admitted in (None: no plugin has an opinion)."""
+    def flavors(self, unit: Unit, *, later: bool = False) -> Flavors | None:
+        """The flavors ``unit`` may be admitted in (None: no plugin has an opinion); ``later``:
+        once its queue has room (for a reservation, which waits for that room anyway)."""
         for plugin in self.flavorers:
-            answer = plugin.flavors(unit, self)
+            answer = plugin.flavors(unit, self, later=later)
             if answer is not None:
                 return answer
         return None
@@ -274,7 +275,7 @@ class Session:
             if answer is not None:
                 domains = answer
                 break
-        flavors = self.flavors(unit) if self.flavorers else None
+        flavors = self.flavors(unit, later=True) if self.flavorers else None
         if flavors is None:
             return domains
         cut: list[Mask | None] = [

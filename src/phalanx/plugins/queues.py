@@ -309,8 +309,10 @@ class Queues:
             return ("QueueCapability", "; ".join(offered.skipped))
         return None
 
-    def flavors(self, unit: Unit, session: Session) -> Flavors | None:
-        """The flavors ``unit`` may be admitted in, in order (see the module docstring)."""
+    def flavors(self, unit: Unit, session: Session, *, later: bool = False) -> Flavors | None:
+        """The flavors ``unit`` may be admitted in, in order (see the module docstring);
+        ``later``: whatever their quota holds now (a reservation waits for its queue's room:
+        :mod:`phalanx.actions.queueroom`)."""
         book, usage = self.book, self.flavor_usage
         self._quota_only = False
         if usage is None or not unit.pods:
@@ -360,7 +362,7 @@ class Queues:
                 )
                 offered.skipped.append(f"{assignment.label}: {why}")
                 continue
-            charged = held and self._charged(gang)  # its quota was charged when admitted
+            charged = later or (held and self._charged(gang))  # (charged when admitted)
             short = (
                 None
                 if charged
