@@ -37,6 +37,7 @@ class EventQueue:
         self._heap: list[tuple[float, int, int, Event]] = []
         self._seq = 0
         self._progress = 0
+        self._wakeups = 0  # progress events that are wake-ups (Kind.RETRY)
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -44,6 +45,7 @@ class EventQueue:
     def push(self, event: Event) -> None:
         self._seq += 1
         self._progress += event.progress
+        self._wakeups += event.progress and event.kind is Kind.RETRY
         heapq.heappush(self._heap, (event.time, int(event.kind), self._seq, event))
 
     def peek_time(self) -> float:
@@ -52,7 +54,18 @@ class EventQueue:
     def pop(self) -> Event:
         event = heapq.heappop(self._heap)[3]
         self._progress -= event.progress
+        self._wakeups -= event.progress and event.kind is Kind.RETRY
         return event
 
     def has_progress(self) -> bool:
         return self._progress > 0
+
+    def only_wakeups(self) -> bool:
+        """Is every progress event left a wake-up (see :mod:`phalanx.sim.loops`)?"""
+        return 0 < self._progress == self._wakeups
+
+    def offsets(self, now: float) -> tuple[tuple[float, int, bool], ...]:
+        """The pending events as (time after ``now``, kind, progress), in order."""
+        return tuple(
+            (time - now, kind, event.progress) for time, kind, _, event in sorted(self._heap)
+        )

@@ -39,6 +39,7 @@ from phalanx.sim.estimates import EstimateModel
 from phalanx.sim.events import Event, EventQueue, Kind
 from phalanx.sim.fragmentation import FragMeter, run_target
 from phalanx.sim.instants import Instants
+from phalanx.sim.loops import Repeats
 from phalanx.sim.metrics import (
     DEFAULT_GPU_HOUR_PRICE,
     GangRecord,
@@ -116,6 +117,7 @@ class Simulation:
         self.shares = ShareMeter()
         self.finish_at: dict[str, float] = {}
         self.instants = Instants()
+        self.repeats = Repeats()  # a stretch of wake-ups only that repeats ends the run
         for item in workload.items:
             if isinstance(item.spec, (NodeSpec, TopologySpec, HyperNodeSpec)):
                 continue
@@ -134,11 +136,16 @@ class Simulation:
             self._advance(now)
             changed = False
             while len(self.queue) and self.queue.peek_time() == now:
-                changed |= self._handle(self.queue.pop())
+                event = self.queue.pop()
+                self.repeats.handled(event)
+                changed |= self._handle(event)
             if changed:
                 self._cycle()
             self.frag.sample(now, self.state.table, self.topologies().primary)
-        if not self.queue.has_progress():
+            if self.repeats.looping(self.queue, self.state, now):
+                self.repeats.ended = True  # it would repeat for ever (:mod:`.loops`)
+                break
+        if not self.queue.has_progress() or self.repeats.ended:
             self._detect_deadlocks()
         self._advance(self.now if until is None else until)
         return self._result()
