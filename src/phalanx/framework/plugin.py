@@ -75,6 +75,7 @@ class Flavors:
 
     choices: list[tuple[str, tuple[str, ...], Mask]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    quota_only: bool = False  # some flavor was passed over for its quota (not only nodes)
 
 
 def within_flavors(

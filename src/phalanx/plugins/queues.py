@@ -94,7 +94,6 @@ class Queues:
         #: per queue and flavor, what its gangs hold (None: no queue has flavors)
         self.flavor_usage: FlavorUsage | None = None
         self.flavor_seen = 0  # binds of this cycle already in ``flavor_usage``
-        self._quota_only = False  # the last ``flavors`` passed over a flavor for its quota
         self._masks: tuple[object, dict[tuple[str, ...], Mask]] = (None, {})
 
     # -- a cycle begins --------------------------------------------------------------------
@@ -287,10 +286,14 @@ class Queues:
         binds = session.result.binds
         width = len(session.state.index)
         for pod, _ in binds[self.seen :]:
-            for name in self.book.ancestry(self.book.queue_of(pod.gang)):
-                total = self.committed.setdefault(name, np.zeros(width))
-                total[: pod.request.size] += pod.request[:width]
+            self._commit(pod.gang, _padded(pod.request, width))
         self.seen = len(binds)
+
+    def _commit(self, gang: GangInfo, need: Vector | Floats) -> None:
+        """Count ``need`` as used this cycle by ``gang``'s queue and its ancestors."""
+        for name in self.book.ancestry(self.book.queue_of(gang)):
+            total = self.committed.setdefault(name, np.zeros(need.size))
+            total += need
 
     # -- flavors ---------------------------------------------------------------------------
     def flavor_verdict(self, unit: Unit, queue: str) -> tuple[str, str] | None:
@@ -305,7 +308,7 @@ class Queues:
         if self.session is None or queue not in book.flavored():
             return None
         offered = self.flavors(unit, self.session)
-        if offered is not None and not offered.choices and self._quota_only:
+        if offered is not None and not offered.choices and offered.quota_only:
             return ("QueueCapability", "; ".join(offered.skipped))
         return None
 
@@ -314,7 +317,6 @@ class Queues:
         ``later``: whatever their quota holds now (a reservation waits for its queue's room:
         :mod:`phalanx.actions.queueroom`)."""
         book, usage = self.book, self.flavor_usage
-        self._quota_only = False
         if usage is None or not unit.pods:
             return None
         gang = unit.gang
@@ -378,7 +380,7 @@ class Queues:
         if spec.borrow_last:  # whenCanBorrow: TryNextFlavor: no borrowing first (stable)
             ranked = sorted(zip(borrowing, offered.choices, strict=True), key=lambda b: b[0])
             offered.choices = [choice for _, choice in ranked]
-        self._quota_only = quota_skips > 0
+        offered.quota_only = quota_skips > 0
         return offered
 
     def _held_by_flavor(self) -> FlavorUsage:
@@ -417,11 +419,15 @@ class Queues:
             if queue not in flavored:
                 continue
             spec = self.book.specs[queue]
-            names = session.result.flavors.get(gang.ident) or held_flavors(
-                gang, spec, self._flavor_masks()
-            )
-            usage.charge(queue, spec, names, pod.request, session.state.index)
+            usage.charge(queue, spec, self._flavor_of(gang, spec), pod.request, session.state.index)
         self.flavor_seen = len(binds)
+
+    def _flavor_of(self, gang: GangInfo, spec: QueueSpec) -> tuple[str, ...]:
+        """The flavors ``gang`` was admitted in: this cycle's commit, else its nodes'."""
+        assert self.session is not None
+        return self.session.result.flavors.get(gang.ident) or held_flavors(
+            gang, spec, self._flavor_masks()
+        )
 
     def _flavor_masks(self) -> dict[str, Mask]:
         """Each declared flavor's nodes, by name."""
@@ -538,9 +544,7 @@ class Quota(Queues):
                 continue
             self.flavor_admitted.add(gang.ident)
             spec = book.specs[queue]
-            names = session.result.flavors.get(gang.ident) or held_flavors(
-                gang, spec, self._flavor_masks()
-            )
+            names = self._flavor_of(gang, spec)
             for member in [pod, *gang.pending()]:
                 usage.charge(queue, spec, names, member.request, session.state.index)
         self.flavor_seen = len(binds)
@@ -591,12 +595,8 @@ class Quota(Queues):
 
     def _reserve(self, pods: list[PodInfo], gang: GangInfo, width: int) -> None:
         """Count ``pods`` as used by ``gang``'s queue and its ancestors for this cycle."""
-        if not pods:
-            return
-        need = _asks(pods, width).sum(axis=0)
-        for name in self.book.ancestry(self.book.queue_of(gang)):
-            total = self.committed.setdefault(name, np.zeros(width))
-            total += need
+        if pods:
+            self._commit(gang, _asks(pods, width).sum(axis=0))
 
 
 _NO_GROUPS = QueueSpec("")
