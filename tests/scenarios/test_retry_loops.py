@@ -51,4 +51,26 @@ def test_a_gang_that_never_fits_does_not_keep_a_coscheduling_run_going(
         assert (run["completed"], run["waiting"], run["deadlocked"]) == (1, 1, 0)
         assert [g["finish"] for g in run["gangs"]] == [1800.0, None]
     assert runs["coscheduling"]["timed_out"] == 1  # rejected at Permit, again and again
+    # the run says where it ended so, and which gang was still retrying
+    waiting = runs["coscheduling"]["gangs"][1]
+    key = f"{waiting['namespace']}/{waiting['name']}"
+    assert runs["coscheduling"]["retry_loop"] == {"t": runs["coscheduling"]["end"], "gangs": [key]}
+    assert runs["volcano"]["retry_loop"] is None  # it ended by itself
     assert runs["coscheduling"]["end"] < 1800.0 + 2 * 70.0  # one round of the loop at most
+
+
+def test_compare_says_which_run_ended_on_a_retry_loop(
+    deadline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare`` carries ``retry_loop`` per policy and notes it under its table."""
+    workload = f"{CLUSTER},{WORKLOADS / 'ray' / 'rayjob-kueue.yaml'}"
+    assert main(["compare", workload, "--policies", "coscheduling,volcano", "-o", "json"]) == 0
+    policies = json.loads(capsys.readouterr().out)["policies"]
+    assert policies["coscheduling"]["retry_loop"]["gangs"] == ["ml/pretrain"]
+    assert policies["volcano"]["retry_loop"] is None
+    assert main(["compare", workload, "--policies", "coscheduling,volcano"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "retry_loop" in line]
+    assert notes == [
+        "coscheduling: ended at t=1922 s on a loop of retries that repeated with nothing else "
+        "left to happen (ml/pretrain still waiting); see retry_loop in -o json"
+    ]

@@ -61,7 +61,14 @@ def comparison_json(
 
 
 #: Per-run figures ``compare -o json`` copies as they are (see phalanx.sim.waits).
-WAIT_KEYS = ("eta_error", "max_wait_by_size", "deadlines_met", "deadlines_missed", "livelocks")
+WAIT_KEYS = (
+    "eta_error",
+    "max_wait_by_size",
+    "deadlines_met",
+    "deadlines_missed",
+    "livelocks",
+    "retry_loop",
+)
 
 
 def html_report(

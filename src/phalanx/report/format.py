@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from phalanx.sim.instants import note as livelock_note
+from phalanx.sim.loops import note as retry_loop_note
 
 Kind = Literal["time", "percent", "gpu_hours", "dollars", "count"]
 Better = Literal["lower", "higher"] | None
@@ -107,4 +108,7 @@ def run_notes(results: Mapping[str, Mapping[str, object]]) -> list[str]:
         cut = result.get("livelocks")
         if isinstance(cut, list) and cut:
             notes.append(livelock_note(policy, cut))
+        loop = result.get("retry_loop")
+        if isinstance(loop, dict):
+            notes.append(retry_loop_note(policy, loop))
     return notes

@@ -14,6 +14,9 @@ deterministic, so if a note repeats one taken since the last event of another ki
 would repeat that stretch for ever: it ends there, as a run with nothing left to do does.
 Runs that end by themselves never reach this (the notes start only once nothing but wake-ups
 is left, and a repeat never comes before the end of such a run), so their results are unchanged.
+A run ended so says where (``retry_loop`` in ``simulate -o json`` and per policy in ``compare
+-o json``: the instant and the gangs whose wake-ups were left; a note under ``compare``'s
+table); any other run has ``retry_loop: null``.
 The note leaves out what a scheduler reads from the clock alone (aging, decayed usage,
 deadlines): a loop of wake-ups that such a reading would break later is ended too early.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable
+from typing import Any
 
 from phalanx.cluster.state import ClusterState
 from phalanx.sim.events import Event, EventQueue, Kind
@@ -31,6 +35,14 @@ class Repeats:
     def __init__(self) -> None:
         self.seen: set[Hashable] = set()
         self.ended = False  # the run ended here: nothing left to do but the loop
+        #: where it ended so (``retry_loop`` in ``-o json``): the instant, and the gangs
+        #: whose wake-ups were all that was left
+        self.end: dict[str, Any] | None = None
+
+    def end_here(self, now: float, retrying: list[str]) -> None:
+        """The run ends at ``now``: only these gangs' wake-ups were left, repeating."""
+        self.ended = True
+        self.end = {"t": now, "gangs": retrying}
 
     def handled(self, event: Event) -> None:
         """An event ran: anything but a wake-up starts a new stretch."""
@@ -48,3 +60,13 @@ class Repeats:
             return True
         self.seen.add(note)
         return False
+
+
+def note(policy: str, end: dict[str, Any]) -> str:
+    """One line for a comparison: ``policy``'s run ended on a loop of wake-ups."""
+    gangs = list(end.get("gangs", []))
+    named = ", ".join(gangs[:3]) + (f" and {len(gangs) - 3} more" if len(gangs) > 3 else "")
+    return (
+        f"{policy}: ended at t={end['t']:g} s on a loop of retries that repeated with nothing "
+        f"else left to happen ({named or 'no gang'} still waiting); see retry_loop in -o json"
+    )

@@ -168,6 +168,8 @@ class SimResult:
     queues: dict[str, Any] = field(default_factory=dict)
     #: instants cut short by a loop of evictions (:mod:`phalanx.sim.instants`)
     livelocks: list[dict[str, Any]] = field(default_factory=list)
+    #: where the run ended on a loop of wake-ups that repeated (:mod:`phalanx.sim.loops`)
+    retry_loop: dict[str, Any] | None = None
 
     def count(self, state: str) -> int:
         return sum(gang.state == state for gang in self.gangs)
@@ -217,6 +219,7 @@ class SimResult:
             "lost_gpu_hours": round(self.lost_gpu_hours, 6),
             "queues": self.queues,
             "livelocks": self.livelocks,
+            "retry_loop": self.retry_loop,
         }
 
 

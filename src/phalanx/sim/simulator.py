@@ -143,7 +143,7 @@ class Simulation:
                 self._cycle()
             self.frag.sample(now, self.state.table, self.topologies().primary)
             if self.repeats.looping(self.queue, self.state, now):
-                self.repeats.ended = True  # it would repeat for ever (:mod:`.loops`)
+                self.repeats.end_here(now, self._retrying())  # for ever (:mod:`.loops`)
                 break
         if not self.queue.has_progress() or self.repeats.ended:
             self._detect_deadlocks()
@@ -519,7 +519,13 @@ class Simulation:
             lost_gpu_hours=self.disruptions.lost_gpu_seconds / 3600,
             queues=self.shares.to_json(gpu_capacity * 1000, self.now, self._waits()),
             livelocks=self.instants.cut,
+            retry_loop=self.repeats.end,
         )
+
+    def _retrying(self) -> list[str]:
+        """The gangs still short of their minimum (whose wake-ups kept the run going)."""
+        gangs = self.state.gangs.values()
+        return [gang.key for gang in gangs if gang.waiting_members and not gang.ready()]
 
     def _nothing_placed(self) -> str:
         """Why no pod was ever bound, or "" when some were."""
