@@ -30,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "Replay openb:VARIANT as the FGD paper (USENIX ATC'23) does: the 1213 GPU nodes, "
             "pods shuffled and resampled to 1.3 x GPU capacity with SEED, placed one by one "
             "with the policy's score. Prints the GPU allocation and fragmentation ratios at "
-            "100%% and 130%% arrived."
+            "100% and 130% arrived."
         ),
     )
     parser.add_argument("workload", metavar="openb:VARIANT")
