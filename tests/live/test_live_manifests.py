@@ -149,6 +149,7 @@ def test_cluster_role_grants_exactly_the_verbs_used(docs: list[dict[str, Any]]) 
     expected |= {
         (g, "queues", v) for g in ("scheduling.volcano.sh", "scheduling.run.ai") for v in read
     }
+    expected |= {("scheduling.volcano.sh", "queues/status", "patch")}  # live/queue_status.py
     kueue = ("clusterqueues", "localqueues", "cohorts", "resourceflavors")
     expected |= {("kueue.x-k8s.io", r, v) for r in kueue for v in read}
     expected |= {(g, "elasticquotas", v) for g in POD_GROUP_GROUPS[:2] for v in read}

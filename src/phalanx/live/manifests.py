@@ -54,7 +54,8 @@ def _rule(groups: tuple[str, ...], resources: tuple[str, ...], verbs: tuple[str,
 def cluster_rules() -> list[Manifest]:
     """Cluster-wide rules: exactly the verbs ``phalanx serve`` uses (``pods/eviction``
     ``create`` and PodDisruptionBudget reads: the default policy preempts and reclaims through
-    the Eviction API, as ``recovery.undo: evict`` does)."""
+    the Eviction API, as ``recovery.undo: evict`` does; Volcano Queues' ``/status`` ``patch``:
+    :mod:`phalanx.live.queue_status` writes their counts)."""
     read = ("get", "list", "watch")
     return [
         _rule(("",), ("pods/eviction",), ("create",)),
@@ -68,6 +69,7 @@ def cluster_rules() -> list[Manifest]:
         _rule(_PODGROUP_GROUPS, ("podgroups",), read),
         _rule(_PODGROUP_GROUPS, ("podgroups/status",), ("patch",)),
         _rule(("scheduling.volcano.sh", "scheduling.run.ai"), ("queues",), read),
+        _rule(("scheduling.volcano.sh",), ("queues/status",), ("patch",)),
         _rule(
             ("kueue.x-k8s.io",),
             ("clusterqueues", "localqueues", "cohorts", "resourceflavors"),
