@@ -19,7 +19,8 @@ network topology: each partition inside one HyperNode of that tier. A task witho
 ``minAvailable`` and with ``minPartitions > 0`` needs ``minPartitions × partitionSize`` pods.
 
 Lifecycle policies (``event``/``events`` → ``action``) are validated. The simulation has no pod
-failures or evictions, so ``PodFailed``/``PodEvicted``/``TaskFailed`` never fire; it models
+failures, so ``PodFailed``/``TaskFailed`` never fire, nor does ``PodEvicted`` for a preemption's
+eviction (the pod is re-created pending); it models
 ``TaskCompleted → CompleteJob``: the job finishes when that task's duration is over (the
 other tasks are stopped), instead of when its longest task is done. ``plugins``,
 ``maxRetry``, ``minSuccess``, ``ttlSecondsAfterFinished`` and volumes are not modelled.
