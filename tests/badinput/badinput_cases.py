@@ -448,6 +448,8 @@ ANNOTATIONS = [
     manifest("submit-after 10^305 s", P1, f"{ANN}[{SUB}]", "86" + "0" * 303, SUB, "range"),
     manifest("submit-after malformed", P1, f"{ANN}[{SUB}]", "soon", SUB, "malformed"),
     manifest("submit-after unit", P1, f"{ANN}[{SUB}]", "5y", SUB, "malformed"),
+    manifest("node submit-after", NODE, f"{ANN}[{SUB}]", "10m", f"{ANN}[{SUB}]", "nodes are fixed"),
+    manifest("node delete-after", NODE, f"{ANN}[{DEL}]", "10m", f"{ANN}[{DEL}]", "nodes are fixed"),
     manifest("delete-after malformed", P2, f"{ANN}[{DEL}]", "later", DEL, "malformed"),
     manifest("delete-after huge", P2, f"{ANN}[{DEL}]", "9" * 30 + "h", DEL, "range"),
     manifest("job duration malformed", JOB, f"{ANN}[{DUR}]", "x", f"{ANN}[{DUR}]"),

@@ -39,11 +39,12 @@ def check(workload: Workload, index: ResourceIndex) -> None:
         if item.timing.submit_after or item.timing.delete_after is not None:
             node = item.spec
             assert isinstance(node, NodeSpec)
+            late = "submit-after" if item.timing.submit_after else "delete-after"
             raise InputError(
                 "nodes are fixed for a simulation run; remove this annotation",
                 source=item.source,
                 obj=f"Node {node.name}",
-                field="metadata.annotations[phalanx.dev/submit-after]",
+                field=f"metadata.annotations[phalanx.dev/{late}]",
             )
     rows = [index.vector(n.allocatable) for n in workload.of(NodeSpec) if not n.unschedulable]
     total = saturating_sum(np.array(rows)) if rows else np.zeros(len(index), dtype=np.int64)
