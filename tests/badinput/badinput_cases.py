@@ -869,14 +869,20 @@ KUBECONFIG_TEXTS: list[tuple[str, str | bytes, tuple[str, ...]]] = [
     ("server a number", _kube(lambda c: c["clusters"][0]["cluster"].update(server=5)), ("str",)),
 ]
 
+KUBECONFIG_COMMANDS = {
+    "serve": ("serve",),
+    "explain": ("explain",),
+    # its message starts "cannot take the cluster's snapshot": an apostrophe, not a quote
+    "simulate --from-cluster": ("simulate", "--from-cluster"),
+}
 KUBECONFIGS = [
     Case(
         f"{command} kubeconfig {id}",
-        (command, "--kubeconfig", "@kube"),
+        (*argv, "--kubeconfig", "@kube"),
         ("kubeconfig @kube", *expect),
         {"kube": text},
     )
-    for command in ("serve", "explain")
+    for command, argv in KUBECONFIG_COMMANDS.items()
     for id, text, expect in KUBECONFIG_TEXTS
 ]
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 
-#: A quoted value longer than 80 characters in a message; it is cut to 77 and "...".
-_LONG_QUOTED = re.compile(r"""'([^'\n]{77})[^'\n]{4,}'|"([^"\n]{77})[^"\n]{4,}\"""")
+#: A quoted value longer than 80 characters in a message; it is cut to 77 and "...". A quote
+#: opens only where no letter or digit precedes it: the apostrophe of "cluster's" opens nothing.
+_LONG_QUOTED = re.compile(r"""(?<!\w)'([^'\n]{77})[^'\n]{4,}'|(?<!\w)"([^"\n]{77})[^"\n]{4,}\"""")
 
 
 def shorten(message: str) -> str:
