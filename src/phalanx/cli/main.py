@@ -228,8 +228,7 @@ def announce_size(workload: Workload, err: IO[str] | None = None) -> None:
 def simulate_command(args: argparse.Namespace, out: IO[str]) -> int:
     if args.kubeconfig is not None and not args.from_cluster:
         raise InputError(
-            "reads a cluster only with --from-cluster (without it the files alone are "
-            "simulated)",
+            "reads a cluster only with --from-cluster (without it the files alone are simulated)",
             field="--kubeconfig",
         )
     if not args.files and not args.from_cluster:
