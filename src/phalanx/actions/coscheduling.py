@@ -31,8 +31,8 @@ keeps only what one cycle needs and a cache of request descriptions.
 
 **Cost.** Groups that interleave thrash: on large gangs of one-GPU pods a run makes one cycle
 every few simulated seconds for as long as two groups wait, and each cycle really decides
-(pods held, rejected, a new pod marked unschedulable; every attempt draws the tie-break
-generator and every hold is paid for in the GPU meter), so no cycle can be skipped without
+(pods held, rejected, a new pod marked unschedulable; attempts draw the tie-break generator
+on ties and every hold is paid for in the GPU meter), so no cycle can be skipped without
 changing the run. What one costs is kept to what it tries: a pod's retry record is read in
 place, the queue is ordered group by group (:mod:`phalanx.actions.unschedulable`), and a
 group's failure message, of which only the last of a cycle is kept, is written once at the
