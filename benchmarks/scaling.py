@@ -11,10 +11,18 @@ Case ``BigJob/1000000Pods``: one ``batch/v1`` Job of N pods (parallelism = compl
 0.1 CPU each) on one node, loaded and simulated up to its first cycle (``--until 0``); the
 target is under 20 s for a million pods.
 
-One JSON object per run is printed and all are saved to ``results/scaling.json``.
+Case ``Replay/SPEC`` (``--spec``: another workload, without ``jobs=``), e.g. the thrash of
+interleaving groups under coscheduling, ``synthetic:nodes=8,mix=large,load=1.0,seed=1,
+gpus_per_pod=1`` (Philly's jobs of 8 GPUs and more as one-GPU pods on 64 GPUs): every cycle
+holds or rejects pods, so its cost is cycles times what one tries (``benchmarks/README.md``).
+
+One JSON object per run is printed and all are saved to ``results/scaling.json`` (with
+``--spec``: ``results/scaling-spec.json``).
 
     python benchmarks/scaling.py --policies phalanx --jobs 2500,5000,10000,20000,41226
     python benchmarks/scaling.py --big-job 1000000
+    python benchmarks/scaling.py --policies coscheduling --jobs 300 \
+        --spec synthetic:nodes=8,mix=large,load=1.0,seed=1,gpus_per_pod=1
 """
 
 from __future__ import annotations
@@ -36,15 +44,15 @@ SPEC = "philly:vc=6214e9,nodes=16"
 MAX_SECONDS = {"phalanx": 30.0, "volcano": 30.0, "kube-default": 30.0, "coscheduling": 120.0}
 
 
-def replay(policy: str, jobs: int | None) -> dict[str, Any]:
-    spec = SPEC if jobs is None else f"{SPEC},jobs={jobs}"
+def replay(policy: str, jobs: int | None, base: str = SPEC) -> dict[str, Any]:
+    spec = base if jobs is None else f"{base},jobs={jobs}"
     wall, cpu = time.perf_counter(), time.process_time()
     workload = load_workload(spec)
     result = Simulation(workload, SimOptions(policy=policy)).run()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     count = len(result.gangs)
     return {
-        "case": "Replay/philly-contended",
+        "case": "Replay/philly-contended" if base == SPEC else f"Replay/{base}",
         "workload": spec,
         "policy": policy,
         "jobs": count,
@@ -54,7 +62,7 @@ def replay(policy: str, jobs: int | None) -> dict[str, Any]:
         "cpu_seconds": round(cpu, 2),
         "ms_per_job": round(1000 * wall / count, 3),
         "cpu_ms_per_job": round(1000 * cpu / count, 3),
-        "max_seconds_whole_vc": MAX_SECONDS.get(policy),
+        "max_seconds_whole_vc": MAX_SECONDS.get(policy) if base == SPEC else None,
     }
 
 
@@ -82,6 +90,7 @@ def main() -> int:
     parser.add_argument("--policies", default="phalanx")
     parser.add_argument("--jobs", default="2500,5000,10000,20000,41226")
     parser.add_argument("--big-job", type=int, help="pods of the big Job case (skips replays)")
+    parser.add_argument("--spec", default=SPEC, help="the replayed workload, without jobs=")
     args = parser.parse_args()
     runs: list[dict[str, Any]] = []
     if args.big_job:
@@ -91,10 +100,11 @@ def main() -> int:
         load_workload(f"{SPEC},jobs=10")  # warm up: imports and the trace file's cache
         for policy in args.policies.split(","):
             for jobs in (int(n) for n in args.jobs.split(",")):
-                runs.append(replay(policy, jobs))
+                runs.append(replay(policy, jobs, args.spec))
                 print(json.dumps(runs[-1]), flush=True)
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / ("bigjob.json" if args.big_job else "scaling.json")
+    name = "scaling.json" if args.spec == SPEC else "scaling-spec.json"
+    path = RESULTS / ("bigjob.json" if args.big_job else name)
     path.write_text(json.dumps(runs, indent=1) + "\n")
     return 0
 

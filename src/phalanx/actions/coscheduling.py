@@ -28,6 +28,21 @@ reservations (a Statement committed with ``reserve``), rejections give them back
 Statement (``unreserve``), Permit deadlines and pods' backoffs are recorded in the result, and
 the applier keeps the gangs waiting at Permit in ``ClusterState.permits``. The action itself
 keeps only what one cycle needs and a cache of request descriptions.
+
+**Cost.** Groups that interleave thrash: on large gangs of one-GPU pods a run makes one cycle
+every few simulated seconds for as long as two groups wait, and each cycle really decides
+(pods held, rejected, a new pod marked unschedulable; attempts draw the tie-break generator
+on ties and every hold is paid for in the GPU meter), so no cycle can be skipped without
+changing the run. What one costs is kept to what it tries: a pod's retry record is read in
+place, the queue is ordered group by group (:mod:`phalanx.actions.unschedulable`), and a
+group's failure message, of which only the last of a cycle is kept, is written once at the
+end of the cycle from what was noted when the pod failed (its group's placed count then).
+Most attempts are retries of pods rejected at Permit or PostFilter, which here come back after
+their own backoff (1–10 s), as kube-scheduler sends them when a cluster event came during
+their wait. With QueueingHints it keeps them unschedulable until an event Coscheduling
+registers (a pod added, a PodGroup added or updated) or the five-minute flush
+(``podMaxInUnschedulablePodsDuration``): far fewer retries, but other decisions, so it is not
+modelled here (figures in ``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -36,7 +51,7 @@ import math
 from dataclasses import dataclass
 
 from phalanx.actions import unschedulable
-from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.cluster.workloads import Condition, GangInfo, PodInfo, PodStatus
 from phalanx.framework.explain import progress_of
 from phalanx.framework.session import Retry, Session
 from phalanx.framework.statement import Statement
@@ -60,6 +75,9 @@ class Coscheduling:
         self.freed_now = False  # this cycle released reservations
         self._alive: dict[str, int] = {}  # live members per group, this cycle
         self._described: dict[bytes, str] = {}  # request → its description, for messages
+        #: group ident → its failure note this cycle, the pod and its group's placed count
+        #: then (the message is written once, at the end of the cycle)
+        self._unwritten: dict[str, tuple[Condition, PodInfo, int]] = {}
         self._shapes = unschedulable.Shapes()  # pods' shapes as numbers (a cache)
 
     def execute(self, session: Session) -> None:
@@ -101,14 +119,19 @@ class Coscheduling:
         for stmt in waiting.values():  # held at Permit: their deadlines are set
             stmt.commit(reserve=True)
         unschedulable.park(session, gangs)
+        self._write_notes(session)
 
     # -- queue ---------------------------------------------------------------------------------
     def _ready_to_try(self, session: Session, pod: PodInfo) -> bool:
-        retry = session.retry_of(pod)
-        if retry.blocked_at == session.freed and not self.freed_now:
+        noted = session.result.retries.get(id(pod)) if session.result.retries else None
+        if noted is None:  # read in place: this runs for every queued pod of every cycle
+            blocked_at, backoff_until = pod.blocked_at, pod.backoff_until
+        else:
+            blocked_at, backoff_until = noted[1].blocked_at, noted[1].backoff_until
+        if blocked_at == session.freed and not self.freed_now:
             return False  # unschedulable queue: nothing was freed since it found no node
-        if retry.backoff_until > session.now:
-            session.result.wake_at.append(float(math.ceil(retry.backoff_until)))
+        if backoff_until > session.now:
+            session.result.wake_at.append(float(math.ceil(backoff_until)))
             return False
         return True
 
@@ -202,15 +225,28 @@ class Coscheduling:
         delay = min(self.args.backoff_max, self.args.backoff_base * 2 ** min(failures, 16))
         mark = session.freed if blocked else -1
         session.retry(pod, Retry(failures + 1, session.now + delay, mark))
-        if pod.status is PodStatus.PENDING:  # a cheap message: this path runs very often
+        if pod.status is PodStatus.PENDING:  # this path runs very often: see _write_notes
+            gang = pod.gang
+            unwritten = self._unwritten.get(gang.ident)
+            if unwritten is None or session.result.waiting.get(gang.ident) is not unwritten[0]:
+                condition = session.note(gang, "NotEnoughResources", "")
+            else:  # the same reason, so the same condition: only its message would change
+                condition = unwritten[0]
+            self._unwritten[gang.ident] = (condition, pod, gang.placed)
+
+    def _write_notes(self, session: Session) -> None:
+        """The messages of this cycle's failure notes, each group's last one only (a note
+        made later in the cycle replaces the condition anyway)."""
+        for condition, pod, placed in self._unwritten.values():
             key = pod.request.tobytes()
             shape = self._described.get(key)
             if shape is None:
                 if len(self._described) > 4096:
                     self._described.clear()
                 shape = self._described[key] = session.table.index.describe(pod.request)
-            message = f"{progress_of(pod.gang)}pod {pod.key} needs {shape}; no node fits"
-            session.note(pod.gang, "NotEnoughResources", message)
+            progress = progress_of(pod.gang, placed)
+            condition.message = f"{progress}pod {pod.key} needs {shape}; no node fits"
+        self._unwritten.clear()
 
     def _timeout(self, gang: GangInfo) -> float:
         timeout = gang.timeout

@@ -24,11 +24,17 @@ coarse class, and those the rejection made pending again (``ClusterState.parked_
 parked group of a full shape would send no pod and stay parked, and the release moves the
 state's count past every mark, so leaving it out changes nothing: such a cycle costs its
 classes and the groups that may move, not every parked pod.
+
+The queue is QueueSort's order (priority, group creation, group name, pod arrival). A group's
+pods share the last-but-one keys, so when each group's pods share one priority the queue is the
+groups in order, each with its pods by arrival, without a key per pod; a group whose members
+differ in priority (or two groups alike in all three keys) sends every pod through the sort.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 from phalanx.cluster.hints import CapacityOf, Hint
 from phalanx.cluster.workloads import GangInfo, PodInfo
@@ -45,9 +51,45 @@ def queue(
     capacity = CapacityOf(session.table)
     if released_now:
         gangs = [*gangs, *_parked(session, capacity)]
-    pods = [pod for gang in gangs for pod in gang.pending() if session.ours(pod, gang)]
-    pods.sort(key=lambda p: (-p.priority, p.gang.created, p.gang.key, p.seq))
-    return gangs, _woken(session, pods, released_now, capacity, shapes)
+    return gangs, _woken(session, _in_order(session, gangs), released_now, capacity, shapes)
+
+
+def _in_order(session: Session, gangs: list[GangInfo]) -> list[PodInfo]:
+    """The groups' pending pods for this scheduler in QueueSort order: priority, then the
+    group's creation, then its name, then the pod's arrival. A group's pods share its
+    creation and name, so when each group's pods share one priority and no two groups share
+    all three, the order is the groups' order with each group's pods by arrival (no key per
+    pod); otherwise every pod is sorted by the whole key."""
+    runs: list[tuple[tuple[float, float, str], list[PodInfo]]] = []
+    uniform = True
+    for gang in gangs:
+        pods = [pod for pod in gang.pending() if session.ours(pod, gang)]
+        if not pods:
+            continue
+        priority = pods[0].priority
+        last = -1
+        for pod in pods:
+            if pod.priority != priority:
+                uniform = False
+            if pod.seq < last:
+                pods.sort(key=_arrival)
+                break
+            last = pod.seq
+        runs.append(((-priority, gang.created, gang.key), pods))
+    runs.sort(key=_run_key)
+    if uniform and all(a[0] != b[0] for a, b in pairwise(runs)):
+        return [pod for _, pods in runs for pod in pods]
+    every = [pod for _, pods in runs for pod in pods]
+    every.sort(key=lambda p: (-p.priority, p.gang.created, p.gang.key, p.seq))
+    return every
+
+
+def _arrival(pod: PodInfo) -> int:
+    return pod.seq
+
+
+def _run_key(run: tuple[tuple[float, float, str], list[PodInfo]]) -> tuple[float, float, str]:
+    return run[0]
 
 
 def _parked(session: Session, capacity: CapacityOf) -> list[GangInfo]:

@@ -53,12 +53,14 @@ def progress(unit: Unit) -> str:
     return progress_of(unit.gang)
 
 
-def progress_of(gang: GangInfo) -> str:
-    """:func:`progress` of a gang."""
+def progress_of(gang: GangInfo, placed: int | None = None) -> str:
+    """:func:`progress` of a gang (``placed``: its count of placed members at an earlier
+    moment of the cycle, default now)."""
     if gang.implicit:
         return ""
-    still = max(gang.min_member - gang.placed, 0)
-    return f"{gang.placed}/{gang.min_member} required members placed, {still} more needed; "
+    placed = gang.placed if placed is None else placed
+    still = max(gang.min_member - placed, 0)
+    return f"{placed}/{gang.min_member} required members placed, {still} more needed; "
 
 
 def needs(session: Session, unit: Unit) -> str:
