@@ -2,10 +2,10 @@
 waiting behind a blocked head or a reservation is not parked; it is attempted every cycle,
 and its outcome hangs only on whether its placement fits. The gate remembers a placement that
 fitted with what it rested on (``Book.known_refusal``) and, while that is unchanged, refuses
-the gang without placing it again. On random small workloads in declared queues the engine
-decides exactly as the reference, which places every refused gang every cycle (hints off);
-behind a head whose start is unknown, it places each waiting gang about once, not once per
-cycle."""
+the gang — or another gang placed alike — without placing it again. On random small
+workloads in declared queues the engine decides exactly as the reference, which places every
+refused gang every cycle (hints off); behind a head whose start is unknown it places a few
+gangs per change of the room, not every waiting gang every cycle."""
 
 from __future__ import annotations
 
@@ -67,4 +67,5 @@ def test_a_gang_behind_a_blocked_head_is_placed_once_not_every_cycle(
     assert binds == reference_binds == ["0.0 bind default/running-0", "0.0 bind default/running-1"]
     assert attempts == reference_attempts  # the same attempts: only their placements are known
     assert reference_placed >= 1000  # every waiting small gang's pods, every cycle
-    assert placed <= 100  # each small gang's pods once, when it arrives
+    # one gang of each class (one or two 1-GPU pods) per room: 10 pods placed (measured)
+    assert placed <= 40

@@ -82,7 +82,7 @@ class Allocate:
                     placements = session.placements(unit) if kept is None else _KEPT
                     outcome = (
                         kept
-                        or _known_refusal(session, unit, placements)
+                        or _known_refusal(session, unit, placements, signature)
                         or self._place(session, unit, placements)
                     )
                 except Exception as exc:  # contained to this gang; the others go on
@@ -260,13 +260,34 @@ _NONE = object()
 _KEPT = Placements([])
 
 
-def _known_refusal(session: Session, unit: Unit, placements: Placements) -> str | None:
+def _known_refusal(
+    session: Session, unit: Unit, placements: Placements, signature: Signature
+) -> str | None:
     """The gate's refusal of ``unit`` when it knows its one placement would fit and be
     refused wherever it went (strict order; ``Gate.known_refusal``): the attempt is made, its
     placement is not (None: place it)."""
     if session.gate is None or len(placements.attempts) != 1:
         return None
-    return session.gate.known_refusal(unit)
+    return session.gate.known_refusal(unit, _alike(unit, signature))
+
+
+#: the topology part of a signature without any constraint (``_signature``)
+_NO_TOPOLOGY = (None, (), (), ())
+
+
+def _alike(unit: Unit, signature: Signature) -> Hashable | None:
+    """What gangs whose placements are alike share: the signature and whether the gang is
+    implicit, when nothing of the gang is placed yet (no members to go near), its pending pods
+    are all of one shape (the order they are placed in cannot matter) and no topology applies
+    (its groups follow pod labels the signature does not hold); None: only the gang itself is
+    placed as it is."""
+    gang, shapes = unit.gang, signature[3]
+    assert isinstance(shapes, tuple)
+    if gang.placed or signature[4] not in (None, _NO_TOPOLOGY) or len(set(shapes)) != 1:
+        return None
+    if shapes[0][4] is not None:  # the pods' own topology constraint
+        return None
+    return (signature, gang.implicit)
 
 
 def _order(unit: Unit) -> tuple[float, ...]:

@@ -97,8 +97,13 @@ class Carve:
 
 #: what a placement starts from besides the room (``Book._before``)
 _Before = tuple[Mapping[str, Any], int, int, object]
-#: what whether a placement fits rests on: the room, then the unit (``Book._fit_basis``)
-_Basis = tuple[tuple[object, ...], tuple[object, ...]]
+#: what whether a placement fits rests on (``Book._fit_basis``): the room, the gang's own
+#: placement, and what gangs placed alike share (None: none)
+_Basis = tuple[tuple[object, ...], tuple[object, ...], tuple[Hashable, object] | None]
+
+
+#: stands for no draws known (``Book._fits_alike``)
+_UNKNOWN = object()
 
 
 class _Standing(NamedTuple):
@@ -142,12 +147,14 @@ class Book:
         self._judged: tuple[Unit | None, int] = (None, 0)
         #: the unit ``admits`` judges, and what it was placed from (``_before``)
         self._placed: tuple[Unit | None, _Before | None] = (None, None)
-        #: ``strict``, order not static: gang ident → what its last placement that fitted
-        #: rested on (``_fit_basis``), all at one state of the room (the first part); and the
-        #: unit being placed with what it rests on (None: not kept)
-        self._fits: dict[str, _Basis] = {}
-        self._placing: tuple[Unit | None, _Basis | None] = (None, None)
+        #: ``strict``, order not static, at one state of the room (``_fits_room``): gang
+        #: ident → what its last placement that fitted rested on, and what gangs placed
+        #: alike share → the draws a placement of theirs fitted at (``_fit_basis``); the unit
+        #: being judged with what its placement rests on (None: not kept)
+        self._fits: dict[str, tuple[object, ...]] = {}
+        self._fits_alike: dict[Hashable, object] = {}
         self._fits_room: tuple[object, ...] = ()
+        self._placing: tuple[Unit | None, _Basis | None] = (None, None)
 
     @property
     def carves(self) -> list[Carve]:
@@ -370,7 +377,6 @@ class Book:
         assert self.session is not None
         if self._placed[0] is not unit and not self.session.static_order:
             self._placed = (unit, self._before(unit))  # before it is placed (``_standing``)
-        self._placing = (unit, self._fit_basis(unit))  # before it is placed (``known_refusal``)
         if self.carved or self.blocked or self.invalid or self.stale:
             # ranked before the unit's pods are allocated: once they are, a waiting gang
             # looks ready, and would be ranked as elastic growth behind every reservation
@@ -387,7 +393,7 @@ class Book:
         if calls > 1:  # several placements of one unit (domains): not one refusal to keep
             self._stands.pop(unit.gang.ident, None)
         elif self._placing[0] is unit and self._placing[1] is not None:
-            self._fits[unit.gang.ident] = self._placing[1]  # it fitted (``known_refusal``)
+            self._fitted(unit, self._placing[1])  # it fitted (``known_refusal``)
         if not self.carved and not self.blocked and not self.invalid and not self.stale:
             return None
         assert self.session is not None
@@ -447,27 +453,42 @@ class Book:
     # whatever its placement: only whether it fits (it waits ``Reserved``) or not (it waits
     # for room) tells its outcome. So a placement that fitted is remembered with what that
     # rests on (``_fit_basis``); while that is unchanged, the same placement would fit
-    # again, and the refusal is given without making it.
-    def known_refusal(self, unit: Unit) -> str | None:
+    # again, and the refusal is given without making it. Gangs placed alike (``like``: the
+    # same pending shapes and needs, nothing placed yet, no topology) share that knowledge
+    # within one state of the room and draws: after a refusal (which leaves no trace) the
+    # next gang of the class meets the same room and draws.
+    def known_refusal(self, unit: Unit, like: Hashable | None = None) -> str | None:
         """``strict``: the gate's refusal of ``unit`` when its placement is known to fit, as
-        its last one did on the same basis, and the refusal does not depend on where it goes
-        (None: make the placement)."""
-        if unit.gang.ident not in self._fits:
+        its own last one or that of a gang placed alike (``like``) did on the same basis,
+        and the refusal does not depend on where it goes (None: make the placement)."""
+        basis = self._fit_basis(unit, like)
+        self._placing = (unit, basis)  # kept if the placement, made, fits (``admits``)
+        if basis is None:
             return None
-        basis = self._fit_basis(unit)
-        if basis is None or self._fits.get(unit.gang.ident) != basis:
+        _, own, alike = basis
+        if self._fits.get(unit.gang.ident) != own and (
+            alike is None or self._fits_alike.get(alike[0], _UNKNOWN) != alike[1]
+        ):
             return None
         return self._strict_refusal(None, self._rank(unit))
 
-    def _fit_basis(self, unit: Unit) -> _Basis | None:
+    def _fitted(self, unit: Unit, basis: _Basis) -> None:
+        room, own, alike = basis
+        if room == self._fits_room:
+            self._fits[unit.gang.ident] = own
+            if alike is not None:
+                self._fits_alike[alike[0]] = alike[1]
+
+    def _fit_basis(self, unit: Unit, like: Hashable | None) -> _Basis | None:
         """What whether ``unit``'s placement fits rests on, in ``strict`` mode under an order
         that moves, with hints on (the coarse reference places every gang every cycle): the
         state's room (takes, releases, the nodes), the queue objects and held room, the
-        unit's pods, its gang's members and spec, and the tie-break draws; only while nothing
-        was committed this cycle (the room is then the state's), the unit holds no carve (a
-        due one chooses its nodes), no re-plan is pending, no queue has flavors (the flavor
-        tried is noted), and every score is a function of the node's row (a plugin's own
-        state or draws, as FGD's or random's, may move without the room). None: not so."""
+        unit's pods, its gang's members and spec (or the class ``like`` of gangs placed
+        alike), and the tie-break draws; only while nothing was committed this cycle (the
+        room is then the state's), the unit holds no carve (a due one chooses its nodes), no
+        re-plan is pending, no queue has flavors (the flavor tried is noted), and every
+        score is a function of the node's row (a plugin's own state or draws, as FGD's or
+        random's, may move without the room). None: not so."""
         session = self.session
         if self.settings.mode != "strict" or session is None or session.static_order:
             return None
@@ -484,10 +505,11 @@ class Book:
         if gang.ident in queues.holds or queues.flavored():
             return None
         room = (state.freed, state.taken, state.table.facts, queues.generation, tuple(queues.holds))
-        if room != self._fits_room:
-            self._fits, self._fits_room = {}, room  # what was kept rests on another room
+        if room != self._fits_room:  # what was kept rests on another room
+            self._fits, self._fits_alike, self._fits_room = {}, {}, room
         draws = session.rng.bit_generator.state
-        return room, (tuple(unit.pods), gang.generation, gang.placed, gang.spec, draws)
+        own = (tuple(unit.pods), gang.generation, gang.placed, gang.spec, draws)
+        return room, own, None if like is None else (like, draws)
 
     # -- refusals under an order that moves (fair shares) ---------------------------------
     # With a static order a refused gang is parked until ``stamp`` moves. Fair shares move
