@@ -560,6 +560,13 @@ class Quota(Queues):
                 self.admitted.add(gang.ident)
                 self._reserve(gang.pending(), gang, width)
 
+    @property
+    def static_order(self) -> bool:
+        """Always: its order key is empty (no fair shares), so the order is the other
+        plugins' (priority, age) and a refused gang may stay parked until what refused it
+        moves, queues declared or not."""
+        return True
+
     def order_key(self, unit: Unit, table: NodeTable) -> tuple[float, ...]:
         return ()
 
