@@ -21,7 +21,7 @@ bound there when it appears; a gated pod waits until ``phalanx.dev/ungate-after`
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from phalanx.api.errors import InputError
@@ -406,13 +406,16 @@ class Simulation:
 
     def recreate(self, pod: PodInfo) -> None:
         """An evicted pod comes back pending (a Job's pod is re-created by the Job controller);
-        a lone pod keeps its record (and its place in the queue count)."""
+        a lone pod keeps its record (and its place in the queue count). A pod a snapshot showed
+        running on a node comes back pending too, without that node (re-created with it, it
+        went straight back where it was evicted from, and the preemption bought nothing)."""
         run = self.jobs.owner_of(pod.spec)
         if run is not None:  # the Job controller replaces a deleted pod
             self.jobs.sync(run)
             return
         old = self.records.get(pod.gang.ident) if pod.gang.implicit else None
-        refusal = self._create_pod(pod.spec)
+        spec = replace(pod.spec, node_name="") if pod.spec.node_name else pod.spec
+        refusal = self._create_pod(spec)
         if old is not None and refusal is None:
             self.records[pod.gang.ident] = old
             old.start = None
