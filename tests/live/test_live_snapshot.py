@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
 from apiserver.harness import connected
 from apiserver.registry import ALL_CRDS, ResourceInfo
 from test_live_serve import NS, node, pod, podgroup
@@ -116,3 +117,51 @@ async def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     assert code == 2
     assert err.startswith("phalanx: error: --from-cluster: cannot take the cluster's snapshot")
     assert err.count("\n") == 1
+
+
+QUOTAS = ResourceInfo("", "v1", "resourcequotas", "ResourceQuota", namespaced=True)
+
+
+def prioritized(obj: dict[str, Any], value: int, **labels: str) -> dict[str, Any]:
+    obj["spec"]["priority"] = value
+    obj["metadata"]["labels"].update(labels)
+    obj["metadata"]["annotations"] = {"phalanx.dev/duration": "2h"}
+    return obj
+
+
+async def snapshot_run(tmp_path: Path, *, budget: bool) -> dict[str, Any]:
+    """A full node: a low-priority pod runs (2 h), a high-priority one waits for its GPUs; the
+    namespace has a GPU quota of 8 and, with ``budget``, a PDB keeping the running pod."""
+    async with connected((*ALL_CRDS, QUOTAS)) as (server, _client):
+        server.put("v1", "nodes", node("node-a"))
+        batch = pod("batch", gpus=4, scheduler="default-scheduler", node_name="node-a")
+        server.put("v1", "pods", phase(prioritized(batch, 10, app="batch"), "Running"))
+        server.put("v1", "pods", phase(prioritized(pod("urgent", gpus=4), 1000), "Pending"))
+        quota = {"metadata": {"name": "gpus", "namespace": NS}}
+        quota["spec"] = {"hard": {"requests.nvidia.com/gpu": "8"}}
+        server.put("v1", "resourcequotas", {"apiVersion": "v1", "kind": "ResourceQuota", **quota})
+        if budget:
+            pdb = {"metadata": {"name": "keep-batch", "namespace": NS}}
+            pdb["spec"] = {"minAvailable": 1, "selector": {"matchLabels": {"app": "batch"}}}
+            server.put("policy/v1", "poddisruptionbudgets", {"kind": "PodDisruptionBudget", **pdb})
+        kubeconfig = server.kubeconfig(tmp_path / "config")
+        extra = tmp_path / "extra.yaml"
+        extra.write_text(
+            yaml.safe_dump(prioritized(pod("extra", gpus=2, scheduler="default-scheduler"), 0))
+        )
+        argv = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig), str(extra)]
+        code, out, err = await asyncio.to_thread(run_cli, [*argv, "-o", "json"])
+    assert code == 0, err
+    return dict(json.loads(out))
+
+
+async def test_a_snapshot_takes_the_clusters_quotas_and_disruption_budgets(
+    tmp_path: Path,
+) -> None:
+    kept = await snapshot_run(tmp_path, budget=True)
+    starts = {g["name"]: g["start"] for g in kept["gangs"]}
+    assert starts["urgent"] == 7200.0  # the PDB keeps batch: urgent waits for its end
+    assert [r.split(":")[0] for r in kept["rejected_pods"]] == [f"{NS}/extra"]  # over quota
+    taken = await snapshot_run(tmp_path, budget=False)
+    starts = {g["name"]: g["start"] for g in taken["gangs"]}
+    assert starts["urgent"] == 0.0 and taken["preemptions"] == 1  # no PDB: batch is evicted

@@ -79,6 +79,7 @@ EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", namespaced=True)
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
+RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 #: PodDisruptionBudgets: preemption plans victims within them (the Eviction API enforces them).
 PDBS = Resource(

@@ -3,10 +3,11 @@
 It lists, through the live client, what ``kubectl get nodes,pods,priorityclasses,podgroups,...
 -A -o yaml`` would print: nodes, pods, priority classes, and every gang and queue API the
 server serves (discovered, not assumed; of an API served in several versions, the newest
-listed here), and Kubeflow Trainer's training runtimes, which the TrainJobs of the files added
-to the snapshot name. The loader then reads it like any snapshot file: running pods stay on their
-nodes at t=0, pending pods are queued, finished pods are ignored. Workload controllers
-(Deployments, Volcano Jobs, ...) are not listed: their pods are.
+listed here), ResourceQuotas, PodDisruptionBudgets, the topology objects (Kueue and KAI
+Topologies, Volcano HyperNodes), and Kubeflow Trainer's training runtimes, which the TrainJobs
+of the files added to the snapshot name. The loader then reads it like any snapshot file:
+running pods stay on their nodes at t=0, pending pods are queued, finished pods are ignored.
+Workload controllers (Deployments, Volcano Jobs, ...) are not listed: their pods are.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from phalanx.live.resources import (
     KUEUE_COHORTS,
     LOCAL_QUEUE_VERSIONS,
     NODES,
+    PDBS,
     POD_GROUP_VERSIONS,
     PODGROUPS,
     PODGROUPS_SIGS,
     PODS,
     PRIORITY_CLASSES,
+    RESOURCE_QUOTAS,
+    TOPOLOGY_RESOURCES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
     WORKLOAD_VERSIONS,
@@ -58,6 +62,9 @@ OPTIONAL: tuple[tuple[Resource, ...], ...] = (
     (KUEUE_COHORTS,),
     (ELASTIC_QUOTAS,),
     (ELASTIC_QUOTAS_SIGS,),
+    (RESOURCE_QUOTAS,),  # what new pods of the added files are admitted against
+    (PDBS,),  # what preemption and reclaim may evict
+    *((topology,) for topology in TOPOLOGY_RESOURCES),  # Kueue, KAI, Volcano topologies
     # Kubeflow Trainer's runtimes: the blueprints the TrainJobs of the added files name
     *(
         (_crd("trainer.kubeflow.org", "v1alpha1", plural, kind, namespaced),)
