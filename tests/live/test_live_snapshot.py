@@ -165,3 +165,21 @@ async def test_a_snapshot_takes_the_clusters_quotas_and_disruption_budgets(
     taken = await snapshot_run(tmp_path, budget=False)
     starts = {g["name"]: g["start"] for g in taken["gangs"]}
     assert starts["urgent"] == 0.0 and taken["preemptions"] == 1  # no PDB: batch is evicted
+
+
+async def test_a_snapshot_leaves_out_what_the_credentials_may_not_list(tmp_path: Path) -> None:
+    """RBAC that forbids listing ResourceQuotas leaves them out (as if not served); the
+    nodes and pods the snapshot cannot do without are still an error of one line."""
+    async with connected((*ALL_CRDS, QUOTAS)) as (server, _client):
+        server.put("v1", "nodes", node("node-a"))
+        server.put("v1", "pods", phase(pod("train", gpus=4), "Pending"))
+        server.fail("GET", r"/resourcequotas$", 403, times=10, watch=False)
+        kubeconfig = server.kubeconfig(tmp_path / "config")
+        argv = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig), "-o", "json"]
+        code, out, err = await asyncio.to_thread(run_cli, argv)
+        assert code == 0, err
+        assert [g["start"] for g in json.loads(out)["gangs"]] == [0.0]
+        server.fail("GET", r"/api/v1/pods$", 403, times=10, watch=False)
+        code, _, err = await asyncio.to_thread(run_cli, argv)
+    assert code == 2
+    assert err.startswith("phalanx: error: --from-cluster: cannot take the cluster's snapshot")

@@ -78,6 +78,11 @@ class ApiError(LiveError):
         return self.status == 404
 
     @property
+    def forbidden(self) -> bool:
+        """403: the credentials may not do this (RBAC)."""
+        return self.status == 403
+
+    @property
     def conflict(self) -> bool:
         """409: AlreadyExists on create, Conflict on a stale resourceVersion or a bound pod."""
         return self.status == 409

@@ -13,6 +13,7 @@ Workload controllers (Deployments, Volcano Jobs, ...) are not listed: their pods
 from __future__ import annotations
 
 from phalanx.live.client import KubeClient, Obj
+from phalanx.live.errors import ApiError
 from phalanx.live.resources import (
     CLUSTER_QUEUE_VERSIONS,
     ELASTIC_QUOTAS,
@@ -77,17 +78,22 @@ OPTIONAL: tuple[tuple[Resource, ...], ...] = (
 
 
 async def take_snapshot(client: KubeClient) -> list[tuple[str, object]]:
-    """``(source, object)`` documents of the cluster's present state, for the loader."""
-    resources = [NODES, PRIORITY_CLASSES]
+    """``(source, object)`` documents of the cluster's present state, for the loader. An
+    optional resource the credentials may not list (RBAC) is left out, as one not served."""
+    optional = []
     for versions in OPTIONAL:
         for resource in versions:
             if await client.served(resource):
-                resources.append(resource)
+                optional.append(resource)
                 break
-    resources.append(PODS)
     docs: list[tuple[str, object]] = []
-    for resource in resources:
-        listing = await client.list(resource)
+    for resource in [NODES, PRIORITY_CLASSES, *optional, PODS]:
+        try:
+            listing = await client.list(resource)
+        except ApiError as exc:
+            if exc.forbidden and resource in optional:
+                continue
+            raise
         docs.extend((f"{SOURCE} {resource}", _clean(item)) for item in listing.items)
     return docs
 
