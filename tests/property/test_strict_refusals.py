@@ -1,12 +1,9 @@
 """Strict order with queues declared (``fifo-reserve``): a gang refused for waiting behind a
-blocked head or a reservation is parked until the gate's stamp moves (the quota order is
-static), and when it is attempted again its outcome hangs only on whether its placement fits:
-the gate remembers a placement that fitted with what it rested on (``Book.known_refusal``)
-and, while that is unchanged, refuses the gang — or another gang placed alike — without
-placing it again. On random small workloads in declared queues the engine decides exactly as
-the reference, which places every refused gang every cycle (hints off); behind a head whose
-start is unknown it places a few gangs per change of the room, not every waiting gang every
-cycle."""
+blocked head or a reservation is parked until the gate's stamp moves (the ``quota`` order is
+static). On random small workloads in declared queues the engine decides exactly as the
+reference, which places every refused gang every cycle (hints off); behind a head whose
+start is unknown it tries the waiting gangs again per change of the room, not every waiting
+gang every cycle."""
 
 from __future__ import annotations
 
@@ -25,7 +22,7 @@ from phalanx.sim.simulator import SimOptions, Simulation
 
 @settings(max_examples=120, deadline=None)
 @given(queued_workloads(), st.integers(0, 3))
-def test_known_refusals_decide_as_the_reference_places(workload: Workload, seed: int) -> None:
+def test_parked_strict_refusals_decide_as_the_reference(workload: Workload, seed: int) -> None:
     assert_as_reference(workload, "fifo-reserve", seed)
 
 

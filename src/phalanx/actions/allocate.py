@@ -19,9 +19,7 @@ unit); a refused unit waits with reason ``Reserved`` and is parked until the gat
 moves (room taken or released, the reservations changed or due to be planned again: an
 estimate overrun can admit it without any resource being freed), not retried every cycle.
 Where the order moves (fair shares: no stamp), a refused unit stays in the queue and the gate
-answers for it without an attempt while its refusal stands (``standing_refusal``); in strict
-order, where a refusal does not depend on where the unit goes, the attempt is made but a
-placement the gate knows would fit is not made again (``known_refusal``).
+answers for it without an attempt while its refusal stands (``standing_refusal``).
 
 Within one allocate pass resources only shrink, so when a gang fails, every later gang with the
 same pending pod shapes and no more room to spare fails too; those are skipped without another
@@ -80,11 +78,7 @@ class Allocate:
                 session.result.attempts += kept is None
                 try:
                     placements = session.placements(unit) if kept is None else _KEPT
-                    outcome = (
-                        kept
-                        or _known_refusal(session, unit, placements, signature)
-                        or self._place(session, unit, placements)
-                    )
+                    outcome = kept or self._place(session, unit, placements)
                 except Exception as exc:  # contained to this gang; the others go on
                     self._contain(session, unit, exc)
                     refill.moved_on(unit, units, at)
@@ -258,36 +252,6 @@ class _Refill:
 _NONE = object()
 #: stands in for the placements of a unit whose refusal stands (none are made)
 _KEPT = Placements([])
-
-
-def _known_refusal(
-    session: Session, unit: Unit, placements: Placements, signature: Signature
-) -> str | None:
-    """The gate's refusal of ``unit`` when it knows its one placement would fit and be
-    refused wherever it went (strict order; ``Gate.known_refusal``): the attempt is made, its
-    placement is not (None: place it)."""
-    if session.gate is None or len(placements.attempts) != 1:
-        return None
-    return session.gate.known_refusal(unit, _alike(unit, signature))
-
-
-#: the topology part of a signature without any constraint (``_signature``)
-_NO_TOPOLOGY = (None, (), (), ())
-
-
-def _alike(unit: Unit, signature: Signature) -> Hashable | None:
-    """What gangs whose placements are alike share: the signature and whether the gang is
-    implicit, when nothing of the gang is placed yet (no members to go near), its pending pods
-    are all of one shape (the order they are placed in cannot matter) and no topology applies
-    (its groups follow pod labels the signature does not hold); None: only the gang itself is
-    placed as it is."""
-    gang, shapes = unit.gang, signature[3]
-    assert isinstance(shapes, tuple)
-    if gang.placed or signature[4] not in (None, _NO_TOPOLOGY) or len(set(shapes)) != 1:
-        return None
-    if shapes[0][4] is not None:  # the pods' own topology constraint
-        return None
-    return (signature, gang.implicit)
 
 
 def _order(unit: Unit) -> tuple[float, ...]:

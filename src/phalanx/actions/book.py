@@ -31,11 +31,7 @@ whose start is unknown (something it waits for has no estimate): it blocks its q
 strict FIFO does. A gang its capped queue has no room for now is passed over instead (no
 reservation, blocking nobody), as Slurm passes over a job held by a QOS or association
 limit. A gang whose reservation is due starts on the nodes it reserved
-(``nodes_for``). Where the order moves (queues declared) such refused gangs are not parked
-and are attempted every cycle; a refusal of that kind does not depend on where the gang
-would go, only on whether it fits, so a placement that fitted is remembered with what it
-rested on (the room, the gang, the tie-break draws) and, while that holds, the gang is
-refused without being placed again (``known_refusal``; the attempt still counts).
+(``nodes_for``).
 
 A gang that starts after it has aged (on its reservation, or on room it found; either way it
 ranked ahead of every gang not aged), or as a big gang ranked first (``big_first``: ahead of
@@ -97,13 +93,6 @@ class Carve:
 
 #: what a placement starts from besides the room (``Book._before``)
 _Before = tuple[Mapping[str, Any], int, int, object]
-#: what whether a placement fits rests on (``Book._fit_basis``): the room, the gang's own
-#: placement, and what gangs placed alike share (None: none)
-_Basis = tuple[tuple[object, ...], tuple[object, ...], tuple[Hashable, object] | None]
-
-
-#: stands for no draws known (``Book._fits_alike``)
-_UNKNOWN = object()
 
 
 class _Standing(NamedTuple):
@@ -147,14 +136,6 @@ class Book:
         self._judged: tuple[Unit | None, int] = (None, 0)
         #: the unit ``admits`` judges, and what it was placed from (``_before``)
         self._placed: tuple[Unit | None, _Before | None] = (None, None)
-        #: ``strict``, order not static, at one state of the room (``_fits_room``): gang
-        #: ident → what its last placement that fitted rested on, and what gangs placed
-        #: alike share → the draws a placement of theirs fitted at (``_fit_basis``); the unit
-        #: being judged with what its placement rests on (None: not kept)
-        self._fits: dict[str, tuple[object, ...]] = {}
-        self._fits_alike: dict[Hashable, object] = {}
-        self._fits_room: tuple[object, ...] = ()
-        self._placing: tuple[Unit | None, _Basis | None] = (None, None)
 
     @property
     def carves(self) -> list[Carve]:
@@ -392,8 +373,6 @@ class Book:
         self._judged = (unit, calls)
         if calls > 1:  # several placements of one unit (domains): not one refusal to keep
             self._stands.pop(unit.gang.ident, None)
-        elif self._placing[0] is unit and self._placing[1] is not None:
-            self._fitted(unit, self._placing[1])  # it fitted (``known_refusal``)
         if not self.carved and not self.blocked and not self.invalid and not self.stale:
             return None
         assert self.session is not None
@@ -404,12 +383,16 @@ class Book:
         self.ensure()
         own = self.carved.get(unit.gang.ident)
         rank = self._rank_of_unit(unit, own)
-        strict = self._strict_refusal(own, rank)
-        if strict is not None:
-            return strict
+        blocker = next((b for b in self.blocked.values() if b.rank < rank), None)
+        if blocker is not None:
+            return f"strict order: waits behind {blocker.gang.key} (its start is unknown)"
         ahead = [c for c in self.carved.values() if c is not own and c.who.rank < rank]
         if not ahead:
             return None
+        if self.settings.mode == "strict":
+            first = next((c for c in ahead if c.start > self.now), None)
+            if first is not None:
+                return f"strict order: waits behind the reservation of {first.who.gang.key}"
         duration = self._duration(unit, own)
         end = self.now + duration
         if all(c.start > self.now and end <= c.start + self.slack(c) for c in ahead):
@@ -425,91 +408,6 @@ class Book:
         if refusal is not None:
             self._keep(unit, own, rank, calls, refusal)
         return refusal
-
-    def _strict_refusal(self, own: Carve | None, rank: Rank) -> str | None:
-        """Strict order's refusal of a unit ranked ``rank`` (holding ``own``), which does not
-        depend on where it would go: a blocked head ranks ahead of it (its start is unknown),
-        or, in ``strict`` mode, a reservation that has not started yet."""
-        blocker = next((b for b in self.blocked.values() if b.rank < rank), None)
-        if blocker is not None:
-            return f"strict order: waits behind {blocker.gang.key} (its start is unknown)"
-        if self.settings.mode != "strict":
-            return None
-        first = next(
-            (
-                c
-                for c in self.carved.values()
-                if c is not own and c.who.rank < rank and c.start > self.now
-            ),
-            None,
-        )
-        if first is None:
-            return None
-        return f"strict order: waits behind the reservation of {first.who.gang.key}"
-
-    # -- strict order: refusals whose placement is known ----------------------------------
-    # Where the order moves (queues declared) nothing refused is parked, and in ``strict``
-    # mode a gang ranked behind a blocked head or a reservation not yet started is refused
-    # whatever its placement: only whether it fits (it waits ``Reserved``) or not (it waits
-    # for room) tells its outcome. So a placement that fitted is remembered with what that
-    # rests on (``_fit_basis``); while that is unchanged, the same placement would fit
-    # again, and the refusal is given without making it. Gangs placed alike (``like``: the
-    # same pending shapes and needs, nothing placed yet, no topology) share that knowledge
-    # within one state of the room and draws: after a refusal (which leaves no trace) the
-    # next gang of the class meets the same room and draws.
-    def known_refusal(self, unit: Unit, like: Hashable | None = None) -> str | None:
-        """``strict``: the gate's refusal of ``unit`` when its placement is known to fit, as
-        its own last one or that of a gang placed alike (``like``) did on the same basis,
-        and the refusal does not depend on where it goes (None: make the placement)."""
-        basis = self._fit_basis(unit, like)
-        self._placing = (unit, basis)  # kept if the placement, made, fits (``admits``)
-        if basis is None:
-            return None
-        _, own, alike = basis
-        if self._fits.get(unit.gang.ident) != own and (
-            alike is None or self._fits_alike.get(alike[0], _UNKNOWN) != alike[1]
-        ):
-            return None
-        return self._strict_refusal(None, self._rank(unit))
-
-    def _fitted(self, unit: Unit, basis: _Basis) -> None:
-        room, own, alike = basis
-        if room == self._fits_room:
-            self._fits[unit.gang.ident] = own
-            if alike is not None:
-                self._fits_alike[alike[0]] = alike[1]
-
-    def _fit_basis(self, unit: Unit, like: Hashable | None) -> _Basis | None:
-        """What whether ``unit``'s placement fits rests on, in ``strict`` mode under an order
-        that moves, with hints on (the coarse reference places every gang every cycle): the
-        state's room (takes, releases, the nodes), the queue objects and held room, the
-        unit's pods, its gang's members and spec (or the class ``like`` of gangs placed
-        alike), and the tie-break draws; only while nothing was committed this cycle (the
-        room is then the state's), the unit holds no carve (a due one chooses its nodes), no
-        re-plan is pending, no queue has flavors (the flavor tried is noted), and every
-        score is a function of the node's row (a plugin's own state or draws, as FGD's or
-        random's, may move without the room). None: not so."""
-        session = self.session
-        if self.settings.mode != "strict" or session is None or session.static_order:
-            return None
-        state, result, gang = session.state, session.result, unit.gang
-        if not state.hints or self.invalid or self.stale or self.view is None:
-            return None
-        if not (self.carved or self.blocked) or gang.ident in self.carved:
-            return None
-        if result.binds or result.evictions or result.reservations or result.unreserved:
-            return None
-        selector, queues = session.selector, state.queues
-        if not selector.incremental_scores or session.gpu_chooser is not None:
-            return None
-        if gang.ident in queues.holds or queues.flavored():
-            return None
-        room = (state.freed, state.taken, state.table.facts, queues.generation, tuple(queues.holds))
-        if room != self._fits_room:  # what was kept rests on another room
-            self._fits, self._fits_alike, self._fits_room = {}, {}, room
-        draws = session.rng.bit_generator.state
-        own = (tuple(unit.pods), gang.generation, gang.placed, gang.spec, draws)
-        return room, own, None if like is None else (like, draws)
 
     # -- refusals under an order that moves (fair shares) ---------------------------------
     # With a static order a refused gang is parked until ``stamp`` moves. Fair shares move

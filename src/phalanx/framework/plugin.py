@@ -279,12 +279,6 @@ class Gate(Protocol):
         the refusal it gave it last still stands, so no placement need be attempted (None:
         attempt it)."""
 
-    def known_refusal(self, unit: Unit, like: Hashable | None = None) -> str | None:
-        """The gate's refusal of ``unit`` when its one placement is known to fit (as its last
-        one, or that of a gang placed alike — same ``like`` — did, on the same room and
-        draws) and the refusal does not depend on where it goes (strict order), so the
-        placement need not be made (None: make it)."""
-
 
 class Hooks:
     """Which plugin implements which hook, found once (isinstance on a runtime Protocol is
