@@ -219,7 +219,9 @@ class Simulation:
         node = self.state.node_index(spec.node_name) if spec.node_name else None
         if spec.node_name and node is None:
             return f"spec.nodeName {spec.node_name!r} is not a node of the cluster"
-        refusal = self.quota.refusal(spec)
+        # a pod already running was admitted when it was created: a quota set or lowered since
+        # does not remove it (the API server checks quotas at creation only); it still counts
+        refusal = None if node is not None else self.quota.refusal(spec)
         if refusal is not None:
             return refusal
         self.quota.charge(spec)
@@ -416,7 +418,13 @@ class Simulation:
         old = self.records.get(pod.gang.ident) if pod.gang.implicit else None
         spec = replace(pod.spec, node_name="") if pod.spec.node_name else pod.spec
         refusal = self._create_pod(spec)
-        if old is not None and refusal is None:
+        if refusal is not None:  # its namespace's quota was lowered since it was created
+            self.rejected.append(f"{spec.key}: {refusal} (when re-created after its eviction)")
+            if old is not None:
+                old.start = None
+                old.reason = f"evicted, then refused on re-creation: {refusal}"
+            return
+        if old is not None:
             self.records[pod.gang.ident] = old
             old.start = None
             self._queued(-1)
@@ -492,7 +500,7 @@ class Simulation:
             elif gang.started is not None:
                 record.state = "running"
             else:
-                record.reason = gang.condition.message if gang.condition else ""
+                record.reason = record.reason or (gang.condition.message if gang.condition else "")
         self.unborn.finish_records()
         gpu_capacity = (
             sum(float(self.state.table.total_allocatable()[c]) for c in self.gpu_columns) / 1000
