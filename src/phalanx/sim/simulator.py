@@ -20,6 +20,7 @@ bound there when it appears; a gated pod waits until ``phalanx.dev/ungate-after`
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,7 +31,7 @@ from phalanx.api.topology import HyperNodeSpec, TopologySpec
 from phalanx.api.workload import Item, Workload
 from phalanx.cluster import topology
 from phalanx.cluster.state import ClusterState
-from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 from phalanx.framework.backend import apply
 from phalanx.sim.backend import SimBackend
 from phalanx.sim.controller import JobController
@@ -107,6 +108,7 @@ class Simulation:
         self.waiting_count = 0
         self.queue_length = StepSeries()
         self.rejected: list[str] = []
+        self.refused: Counter[str] = Counter()  # per gang key, its pods refused on arrival
         self.suspended: list[str] = []
         self.cycles = 0
         self.estimates = EstimateModel(options.estimates, options.seed)
@@ -198,6 +200,8 @@ class Simulation:
             refusal = self._create_pod(spec)
             if refusal is not None:
                 self.rejected.append(f"{spec.key}: {refusal}")
+                if spec.gang_key is not None:
+                    self.refused[spec.gang_key] += 1
         elif isinstance(spec, JobSpec):
             if spec.suspended:
                 self.suspended.append(f"{spec.namespace}/{spec.name}")
@@ -387,8 +391,24 @@ class Simulation:
     def _detect_deadlocks(self) -> None:
         for gang in self.state.gangs.values():
             if gang.started is None and gang.holding():
-                self.records[gang.ident].state = "deadlocked"
-                self.emit("deadlock", gang=gang)
+                record = self.records[gang.ident]
+                record.state = "deadlocked"
+                if gang.condition is None:  # never tried: it has no pending member to place
+                    record.reason = self._short_of_members(gang)
+                self.emit("deadlock", gang=gang, message=record.reason)
+
+    def _short_of_members(self, gang: GangInfo) -> str:
+        """Why a gang whose members all run (a snapshot's) cannot start: too few exist."""
+        alive = gang.alive()
+        refused = self.refused.get(gang.key, 0)
+        why = f" ({refused} refused, see pods refused)" if refused else ""
+        if alive < gang.min_member:
+            return f"{alive} of minMember {gang.min_member} pods exist{why}; no other will come"
+        roles = Counter(p.spec.role for p in gang.members if p.status in HOLDING)
+        for role, need in sorted(gang.role_minimums.items()):
+            if roles[role] < need:
+                return f"role {role!r} has {roles[role]} of its minimum {need} pods{why}"
+        return ""
 
     # -- output --------------------------------------------------------------------------------
     def _record(self, gang: GangInfo) -> None:
@@ -494,7 +514,7 @@ class Simulation:
             if gang.spec is not None and gang.spec.deadline is not None:
                 record.deadline = gang.spec.deadline.due(gang.created)
             if record.state == "deadlocked":
-                record.reason = gang.condition.message if gang.condition else ""
+                record.reason = gang.condition.message if gang.condition else record.reason
             elif gang.finished is not None:
                 record.state = "completed"
             elif gang.started is not None:
