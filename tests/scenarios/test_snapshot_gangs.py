@@ -7,6 +7,7 @@ the reason, not with an empty one."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def _member(index: int, node: str | None) -> str:
 """
 
 
-def _snapshot(nodes: list[str | None]) -> str:
+def _snapshot(nodes: Sequence[str | None]) -> str:
     head = f"""\
 apiVersion: v1
 kind: List
@@ -89,8 +90,7 @@ def test_a_gang_short_of_members_in_a_snapshot_says_why(
 ) -> None:
     """Two members run on gpu-node-1; the other two ran on gpu-node-3 (not in the dump, so
     refused) or are not in the dump; gpu-node-2 is cordoned. The two hold 8 GPUs and can never
-    start. (Was:
-    deadlocked with an empty reason.)"""
+    start. (Was: deadlocked with an empty reason.)"""
     path = tmp_path / "snapshot.yaml"
     path.write_text(_snapshot(nodes))
     assert main(["simulate", str(path), "-o", "json"]) == 0

@@ -132,6 +132,9 @@ class Simulation:
     def run(self) -> SimResult:
         until = self.options.until
         while self.queue.has_progress():
+            if self._replaced(self.queue.peek()):
+                self.queue.pop()  # no instant of its own: the run does not end there
+                continue
             now = self.queue.peek_time()
             if until is not None and now > until:
                 break
@@ -166,8 +169,8 @@ class Simulation:
             self._delete(event.payload)
         elif event.kind is Kind.FINISH:
             assert isinstance(event.payload, GangInfo)
-            if self.finish_at.get(event.payload.ident) != event.time:
-                return False  # its work was stopped by an eviction meanwhile
+            if self._replaced(event):
+                return False
             self._finish(event.payload)
         elif event.kind is Kind.RUNNING:
             assert isinstance(event.payload, GangInfo)
@@ -176,6 +179,14 @@ class Simulation:
             assert isinstance(event.payload, PodInfo)
             self._ungate(event.payload)
         return True
+
+    def _replaced(self, event: Event) -> bool:
+        """A FINISH planned before an eviction stopped the gang's work, or before its members
+        changed (an elastic gang's end moves)."""
+        if event.kind is not Kind.FINISH:
+            return False
+        assert isinstance(event.payload, GangInfo)
+        return self.finish_at.get(event.payload.ident) != event.time
 
     def _cycle(self) -> None:
         self.cycles += 1
@@ -246,11 +257,13 @@ class Simulation:
         return None
 
     def _bind_running(self, pod: PodInfo, node: int) -> None:
-        """A pod the input shows already running on ``node`` (a snapshot): bound at once."""
+        """A pod the input shows already running on ``node`` (a snapshot): bound at once, and
+        running (its start-up is over). Whether its gang's work runs is asked once every
+        object of the instant has arrived: an elastic gang's work is sized on all its pods."""
         self.meter.allocate(self.gpu(pod), started=pod.gang.started is not None)
         self.state.bind(pod, node, self.now)
         self.emit("bind", pod=pod, node=self.state.table.names[node])
-        self.try_start(pod.gang)
+        self.queue.push(Event(self.now, Kind.RUNNING, pod.gang))
 
     def _ungate(self, pod: PodInfo) -> None:
         self.ungated.add(pod.key)
@@ -327,10 +340,12 @@ class Simulation:
         if gang.started is not None or gang.finished is not None:
             return
         ready_at = self.now - self.options.startup_delay
-        running = [
+        running = [  # a snapshot's running pod (it has its nodeName) is past its start-up
             p
             for p in gang.members
-            if p.status is PodStatus.BOUND and p.bound_at is not None and p.bound_at <= ready_at
+            if p.status is PodStatus.BOUND
+            and p.bound_at is not None
+            and (p.bound_at <= ready_at or p.spec.node_name)
         ]
         roles = {role: sum(p.spec.role == role for p in running) for role in gang.role_minimums}
         if len(running) < gang.min_member or any(
