@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,14 +80,14 @@ spec:
 """
 
 
-def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *texts: str) -> dict[str, object]:
+def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *texts: str) -> dict[str, Any]:
     paths = []
     for i, text in enumerate(texts):
         path = tmp_path / f"input-{i}.yaml"
         path.write_text(text)
         paths.append(str(path))
     assert main(["simulate", *paths, "--policy", "phalanx", "-o", "json"]) == 0
-    result: dict[str, object] = json.loads(capsys.readouterr().out)
+    result: dict[str, Any] = json.loads(capsys.readouterr().out)
     return result
 
 
@@ -97,7 +98,7 @@ def test_running_pods_over_a_lowered_quota_stay_running(
     was "refused by the API server", as if the quota removed a running pod.)"""
     run = _run(tmp_path, capsys, SNAPSHOT)
     assert run["rejected_pods"] == []
-    states = {g["name"]: (g["start"], g["state"]) for g in run["gangs"]}  # type: ignore[attr-defined]
+    states = {g["name"]: (g["start"], g["state"]) for g in run["gangs"]}
     assert states == {
         "trainer-7c9d5f6b8-abcde": (0.0, "running"),
         "trainer-7c9d5f6b8-fghij": (0.0, "running"),
@@ -112,7 +113,7 @@ def test_an_evicted_pod_the_quota_refuses_again_is_reported(
     it had no start left over from before its eviction. (Was: silently gone, shown "waiting"
     with its old start.)"""
     run = _run(tmp_path, capsys, SNAPSHOT, URGENT)
-    gangs = {g["name"]: g for g in run["gangs"]}  # type: ignore[attr-defined]
+    gangs = {g["name"]: g for g in run["gangs"]}
     assert run["preemptions"] == 2
     assert gangs["urgent"]["start"] == 0.0
     refused = gangs["trainer-7c9d5f6b8-abcde"]
