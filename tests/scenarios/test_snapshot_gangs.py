@@ -122,3 +122,20 @@ def test_a_gang_running_on_a_cordoned_node_goes_on(
     run = json.loads(capsys.readouterr().out)
     (gang,) = run["gangs"]
     assert (gang["state"], gang["start"], gang["finish"]) == ("completed", 0.0, 7200.0)
+
+
+def test_a_member_that_succeeded_counts_for_its_gang(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fourth member finished (``Succeeded``) while three run: the gang runs on with the
+    three, as Volcano counts a succeeded task among the ready ones. (Was: deadlocked, "3 of
+    minMember 4 pods exist", its 12 GPUs held idle.)"""
+    snapshot = _snapshot(["gpu-node-1", "gpu-node-1", "gpu-node-1", "gpu-node-1"])
+    head, _, last = snapshot.rpartition("phase: Running")
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(head + "phase: Succeeded" + last)
+    assert main(["simulate", str(path), "-o", "json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    (gang,) = run["gangs"]
+    assert (gang["state"], gang["start"], gang["finish"]) == ("completed", 0.0, 7200.0)
+    assert gang["min_member"] == 3  # what is left of its minimum
