@@ -139,3 +139,17 @@ def test_a_member_that_succeeded_counts_for_its_gang(
     (gang,) = run["gangs"]
     assert (gang["state"], gang["start"], gang["finish"]) == ("completed", 0.0, 7200.0)
     assert gang["min_member"] == 3  # what is left of its minimum
+
+
+def test_a_podgroup_whose_members_all_finished_is_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A completed Volcano job's PodGroup stays in the cluster (until its TTL) with its
+    succeeded pods: it is over, not a gang waiting for ever. (Was: listed "waiting", with no
+    reason, in every snapshot of a cluster that ran jobs.)"""
+    snapshot = _snapshot(["gpu-node-1", "gpu-node-1"]).replace("phase: Running", "phase: Succeeded")
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(snapshot)
+    assert main(["simulate", str(path), "-o", "json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert (run["gangs"], run["waiting"]) == ([], 0)
