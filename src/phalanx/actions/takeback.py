@@ -371,9 +371,18 @@ class Takeback:
             self._seen, self._running, self._floor = seen, None, None
 
     def running(self, session: Session) -> list[GangInfo]:
+        """The running gangs this scheduler may take from: only those of the pods it places
+        (as Volcano and KAI take victims only among their own jobs). A pod another scheduler
+        placed is not its to evict: evicted, it went back to that scheduler, which put it
+        straight back into the room the preemptor was to get."""
         self._current(session)
         if self._running is None:
-            self._running = session.state.queues.running()
+            names = session.config.scheduler_names
+            self._running = [
+                gang
+                for gang in session.state.queues.running()
+                if all(pod.spec.scheduler_name in names for pod in gang.members)
+            ]
         return self._running
 
     # -- overridden per action ----------------------------------------------------------------

@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from phalanx.api.errors import InputError, InputErrors
-from phalanx.api.specs import ControllerSpec, JobSpec, PodSpec
+from phalanx.api.specs import ControllerSpec, GangSpec, JobSpec, PodSpec
 from phalanx.api.workload import Timing, Workload
 from phalanx.k8s.fields import Obj, as_list, child, describe, get_str
+from phalanx.k8s.finished import Done, ended, lowered, note_finished
 from phalanx.k8s.kinds import jobset, ray, trainer
 from phalanx.k8s.kinds.trainer_runtime import API as TRAINER_API
 from phalanx.k8s.kinds.trainer_runtime import CLUSTER_KIND, NAMESPACED_KIND, TrainingRuntime
@@ -118,6 +120,7 @@ class _Loader:
         self.seed = seed
         self.errors: list[InputError] = []
         self.generated: dict[str, int] = {}
+        self.succeeded: Done = Counter()  # members of gangs that already finished
 
     def flatten(self, docs: Iterable[tuple[str, object]]) -> Iterator[tuple[str, str, Obj]]:
         """``(source, where, object)``: empty documents skipped, lists expanded; ``where`` adds
@@ -193,6 +196,8 @@ class _Loader:
             self.errors.append(located)
             return None
         if kind_name == "Pod" and _phase(obj) in _FINISHED:
+            succeeded = _phase(obj) == "Succeeded"  # it still counts for its gang
+            note_finished(self.succeeded, obj, namespace, succeeded=succeeded)
             return None  # a snapshot's finished pod holds nothing
         group = api_version.rpartition("/")[0]
         return Doc(source, obj, kind, label, (group, kind_name, namespace, name))
@@ -289,8 +294,13 @@ def load_documents(docs: Iterable[tuple[str, object]], *, seed: int = 0) -> Work
             elif not spec.service:
                 made[spec.namespace, f"{spec.kind.split('.')[0]}/{spec.name}"] = spec
             continue  # a snapshot: its controller already made the pods that are in the input
+        if isinstance(spec, GangSpec) and loader.succeeded:
+            spec = lowered(spec, loader.succeeded)
         if doc.key[1] != "PriorityClass" or i in converted:
             kept.append((doc, spec, timing))
+    if loader.succeeded:  # a PodGroup of pods that all finished is over too
+        over = ended([spec for _, spec, _ in kept], loader.succeeded)
+        kept = [k for k in kept if not (isinstance(k[1], GangSpec) and k[1].key in over)]
     items = Resolver(_adopted(kept, made), loader.errors, broken).items()
     if loader.errors:
         raise InputErrors(loader.errors) if len(loader.errors) > 1 else loader.errors[0]

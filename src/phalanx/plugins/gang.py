@@ -1,7 +1,8 @@
 """Gang: a unit may be committed only when its whole gang is ready.
 
 Valid: the gang's PodGroup exists and is well-formed, at least ``minMember`` members (and
-every role minimum) exist, and their requests could fit the whole cluster at all. Ready: at
+every role minimum) exist, and their requests could fit the whole cluster at all (its
+schedulable nodes; members already running on a cordoned node need none of it). Ready: at
 least ``minMember`` members placed and every role minimum met. Order: gangs that are not yet
 ready go before ready gangs that merely have extra members pending (as Volcano does).
 
@@ -19,7 +20,7 @@ import numpy as np
 from phalanx.api.quantity import format_units
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.resources import smallest_total
-from phalanx.cluster.workloads import GONE
+from phalanx.cluster.workloads import GONE, HOLDING
 from phalanx.framework.unit import Unit
 
 
@@ -76,8 +77,19 @@ class Gang:
     @staticmethod
     def _fits_cluster(unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         gang = unit.gang
-        alive = [pod.request for pod in gang.members if pod.status not in GONE]
-        need = smallest_total(np.array(alive), gang.min_member)
+        # members a snapshot shows running on a node cordoned since hold room that the
+        # whole cluster (its schedulable nodes) leaves out: the rest of the minimum is what
+        # must fit it (they join or go only with a generation bump, so the memo holds)
+        cordoned = table.facts.unschedulable
+        alive, held = [], 0
+        for pod in gang.members:
+            if pod.status in HOLDING and pod.node >= 0 and cordoned[pod.node]:
+                held += 1
+            elif pod.status not in GONE:
+                alive.append(pod.request)
+        if held >= gang.min_member:
+            return None
+        need = smallest_total(np.array(alive), gang.min_member - held)
         have = table.total_allocatable()
         over = np.flatnonzero(need > have)
         if over.size == 0:

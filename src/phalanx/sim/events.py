@@ -51,6 +51,9 @@ class EventQueue:
     def peek_time(self) -> float:
         return self._heap[0][0]
 
+    def peek(self) -> Event:
+        return self._heap[0][3]
+
     def pop(self) -> Event:
         event = heapq.heappop(self._heap)[3]
         self._progress -= event.progress

@@ -2,7 +2,9 @@
 
 Errors found here are input errors the CLI reports in one line: a gang whose ``minMember``
 members need more than the whole cluster has, nodes that appear late (the simulated cluster
-is fixed for a run), a workload without nodes.
+is fixed for a run), a workload without nodes. A gang a snapshot shows running (a member with
+``spec.nodeName``) is not checked: it runs, perhaps on nodes now cordoned, which "the whole
+cluster" (its schedulable nodes) leaves out.
 """
 
 from __future__ import annotations
@@ -54,12 +56,15 @@ def check(workload: Workload, index: ResourceIndex) -> None:
 def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> None:
     members: dict[str, list[dict[str, int]]] = defaultdict(list)  # gang key → requests
     gangs: list[tuple[Item, GangSpec]] = []
+    running: set[str] = set()  # gangs a snapshot shows running, wholly or in part
     for item in workload.items:  # one pass: a trace has a gang per pod
         spec = item.spec
         if isinstance(spec, PodSpec):
             key = spec.gang_key
             if key is not None:
                 members[key].append(spec.requests)
+                if spec.node_name:
+                    running.add(key)
         elif isinstance(spec, GangSpec):
             gangs.append((item, spec))
         elif isinstance(spec, JobSpec) and spec.template.gang_key is not None:
@@ -68,7 +73,7 @@ def _check_gangs(workload: Workload, index: ResourceIndex, total: Vector) -> Non
     for item, gang in gangs:
         requests = members.get(gang.key, [])
         shape = (gang.min_member, *(tuple(r.items()) for r in requests))
-        if not requests or shape in fits:
+        if not requests or shape in fits or gang.key in running:
             continue
         need = smallest_total(np.array([index.vector(r) for r in requests]), gang.min_member)
         over = np.flatnonzero(need > total)

@@ -1,7 +1,9 @@
 """ResourceQuota admission, as the API server does it: a pod whose requests would take its
 namespace over any ``hard`` limit is refused at creation. Usage counts every pod that exists
 and has not finished; it goes down when a pod succeeds or is deleted, and a deleted quota
-stops limiting at once. Only the resources a quota lists are checked.
+stops limiting at once. Only the resources a quota lists are checked. A pod that the input
+shows running (``spec.nodeName``) was admitted when it was created: it counts, but is never
+refused (the simulator does not ask).
 """
 
 from __future__ import annotations

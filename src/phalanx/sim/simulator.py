@@ -20,6 +20,7 @@ bound there when it appears; a gated pod waits until ``phalanx.dev/ungate-after`
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,7 +31,7 @@ from phalanx.api.topology import HyperNodeSpec, TopologySpec
 from phalanx.api.workload import Item, Workload
 from phalanx.cluster import topology
 from phalanx.cluster.state import ClusterState
-from phalanx.cluster.workloads import GangInfo, PodInfo, PodStatus
+from phalanx.cluster.workloads import HOLDING, GangInfo, PodInfo, PodStatus
 from phalanx.framework.backend import apply
 from phalanx.sim.backend import SimBackend
 from phalanx.sim.controller import JobController
@@ -107,6 +108,7 @@ class Simulation:
         self.waiting_count = 0
         self.queue_length = StepSeries()
         self.rejected: list[str] = []
+        self.refused: Counter[str] = Counter()  # per gang key, its pods refused on arrival
         self.suspended: list[str] = []
         self.cycles = 0
         self.estimates = EstimateModel(options.estimates, options.seed)
@@ -130,6 +132,9 @@ class Simulation:
     def run(self) -> SimResult:
         until = self.options.until
         while self.queue.has_progress():
+            if self._replaced(self.queue.peek()):
+                self.queue.pop()  # no instant of its own: the run does not end there
+                continue
             now = self.queue.peek_time()
             if until is not None and now > until:
                 break
@@ -164,8 +169,8 @@ class Simulation:
             self._delete(event.payload)
         elif event.kind is Kind.FINISH:
             assert isinstance(event.payload, GangInfo)
-            if self.finish_at.get(event.payload.ident) != event.time:
-                return False  # its work was stopped by an eviction meanwhile
+            if self._replaced(event):
+                return False
             self._finish(event.payload)
         elif event.kind is Kind.RUNNING:
             assert isinstance(event.payload, GangInfo)
@@ -174,6 +179,14 @@ class Simulation:
             assert isinstance(event.payload, PodInfo)
             self._ungate(event.payload)
         return True
+
+    def _replaced(self, event: Event) -> bool:
+        """A FINISH planned before an eviction stopped the gang's work, or before its members
+        changed (an elastic gang's end moves)."""
+        if event.kind is not Kind.FINISH:
+            return False
+        assert isinstance(event.payload, GangInfo)
+        return self.finish_at.get(event.payload.ident) != event.time
 
     def _cycle(self) -> None:
         self.cycles += 1
@@ -198,6 +211,8 @@ class Simulation:
             refusal = self._create_pod(spec)
             if refusal is not None:
                 self.rejected.append(f"{spec.key}: {refusal}")
+                if spec.gang_key is not None:
+                    self.refused[spec.gang_key] += 1
         elif isinstance(spec, JobSpec):
             if spec.suspended:
                 self.suspended.append(f"{spec.namespace}/{spec.name}")
@@ -219,7 +234,9 @@ class Simulation:
         node = self.state.node_index(spec.node_name) if spec.node_name else None
         if spec.node_name and node is None:
             return f"spec.nodeName {spec.node_name!r} is not a node of the cluster"
-        refusal = self.quota.refusal(spec)
+        # a pod already running was admitted when it was created: a quota set or lowered since
+        # does not remove it (the API server checks quotas at creation only); it still counts
+        refusal = None if node is not None else self.quota.refusal(spec)
         if refusal is not None:
             return refusal
         self.quota.charge(spec)
@@ -240,11 +257,13 @@ class Simulation:
         return None
 
     def _bind_running(self, pod: PodInfo, node: int) -> None:
-        """A pod the input shows already running on ``node`` (a snapshot): bound at once."""
+        """A pod the input shows already running on ``node`` (a snapshot): bound at once, and
+        running (its start-up is over). Whether its gang's work runs is asked once every
+        object of the instant has arrived: an elastic gang's work is sized on all its pods."""
         self.meter.allocate(self.gpu(pod), started=pod.gang.started is not None)
         self.state.bind(pod, node, self.now)
         self.emit("bind", pod=pod, node=self.state.table.names[node])
-        self.try_start(pod.gang)
+        self.queue.push(Event(self.now, Kind.RUNNING, pod.gang))
 
     def _ungate(self, pod: PodInfo) -> None:
         self.ungated.add(pod.key)
@@ -321,10 +340,12 @@ class Simulation:
         if gang.started is not None or gang.finished is not None:
             return
         ready_at = self.now - self.options.startup_delay
-        running = [
+        running = [  # a snapshot's running pod (it has its nodeName) is past its start-up
             p
             for p in gang.members
-            if p.status is PodStatus.BOUND and p.bound_at is not None and p.bound_at <= ready_at
+            if p.status is PodStatus.BOUND
+            and p.bound_at is not None
+            and (p.bound_at <= ready_at or p.spec.node_name)
         ]
         roles = {role: sum(p.spec.role == role for p in running) for role in gang.role_minimums}
         if len(running) < gang.min_member or any(
@@ -385,8 +406,24 @@ class Simulation:
     def _detect_deadlocks(self) -> None:
         for gang in self.state.gangs.values():
             if gang.started is None and gang.holding():
-                self.records[gang.ident].state = "deadlocked"
-                self.emit("deadlock", gang=gang)
+                record = self.records[gang.ident]
+                record.state = "deadlocked"
+                if gang.condition is None:  # never tried: it has no pending member to place
+                    record.reason = self._short_of_members(gang)
+                self.emit("deadlock", gang=gang, message=record.reason)
+
+    def _short_of_members(self, gang: GangInfo) -> str:
+        """Why a gang whose members all run (a snapshot's) cannot start: too few exist."""
+        alive = gang.alive()
+        refused = self.refused.get(gang.key, 0)
+        why = f" ({refused} refused, see pods refused)" if refused else ""
+        if alive < gang.min_member:
+            return f"{alive} of minMember {gang.min_member} pods exist{why}; no other will come"
+        roles = Counter(p.spec.role for p in gang.members if p.status in HOLDING)
+        for role, need in sorted(gang.role_minimums.items()):
+            if roles[role] < need:
+                return f"role {role!r} has {roles[role]} of its minimum {need} pods{why}"
+        return ""
 
     # -- output --------------------------------------------------------------------------------
     def _record(self, gang: GangInfo) -> None:
@@ -416,7 +453,13 @@ class Simulation:
         old = self.records.get(pod.gang.ident) if pod.gang.implicit else None
         spec = replace(pod.spec, node_name="") if pod.spec.node_name else pod.spec
         refusal = self._create_pod(spec)
-        if old is not None and refusal is None:
+        if refusal is not None:  # its namespace's quota was lowered since it was created
+            self.rejected.append(f"{spec.key}: {refusal} (when re-created after its eviction)")
+            if old is not None:
+                old.start = None
+                old.reason = f"evicted, then refused on re-creation: {refusal}"
+            return
+        if old is not None:
             self.records[pod.gang.ident] = old
             old.start = None
             self._queued(-1)
@@ -486,13 +529,13 @@ class Simulation:
             if gang.spec is not None and gang.spec.deadline is not None:
                 record.deadline = gang.spec.deadline.due(gang.created)
             if record.state == "deadlocked":
-                record.reason = gang.condition.message if gang.condition else ""
+                record.reason = gang.condition.message if gang.condition else record.reason
             elif gang.finished is not None:
                 record.state = "completed"
             elif gang.started is not None:
                 record.state = "running"
             else:
-                record.reason = gang.condition.message if gang.condition else ""
+                record.reason = record.reason or (gang.condition.message if gang.condition else "")
         self.unborn.finish_records()
         gpu_capacity = (
             sum(float(self.state.table.total_allocatable()[c]) for c in self.gpu_columns) / 1000
