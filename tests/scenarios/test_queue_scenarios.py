@@ -301,6 +301,27 @@ def test_a_gang_waiting_for_its_capped_queue_expects_to_start_when_the_queue_has
     assert bound_at(events, "default/c") == [5400.0]
 
 
+def test_a_gang_of_a_closed_queue_has_no_expected_start_and_holds_no_room() -> None:
+    """``r`` waits in a closed Volcano queue with node ``n0`` free. It was told "room now on
+    n0" (later: "n0 free at 4h when d ends"), though nothing of a closed queue starts. It is
+    told it starts when its queue opens; no plan reserves for it (a closed queue's room time
+    is unknown), and ``d``, of an open queue, takes the node when it comes (2 h)."""
+    closed = queue("research")
+    closed["status"] = {"state": "Closed"}
+    objects = [
+        node("n0", 8),
+        closed,
+        *gang("r", 1, 8, q="research", run="1h", annotations={**_EST_2H}),
+        *gang("d", 1, 8, at="2h", run="1h", annotations={**_EST_2H}),
+    ]
+    result, events = run(objects, until=6 * 3600)
+    r = next(g for g in result.gangs if g.name == "r")
+    assert (r.start, r.expected_start_first) == (None, None)
+    closed_text = "queue 'research' is closed"
+    assert r.reason == f"{closed_text}; expected start: unknown until queue 'research' opens"
+    assert bound_at(events, "default/d") == [7200.0]
+
+
 @pytest.mark.parametrize("policy", ["phalanx", "volcano"])
 def test_a_gang_of_a_queue_that_does_not_exist_waits_until_it_is_declared(policy: str) -> None:
     """Queues are declared and ``late`` names one that is not (yet): it waits, as Volcano

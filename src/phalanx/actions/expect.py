@@ -36,7 +36,7 @@ import math
 from typing import TYPE_CHECKING
 
 from phalanx.actions.candidates import Candidate, clock, nodes_text
-from phalanx.actions.queueroom import queue_room_at
+from phalanx.actions.queueroom import queue_closed, queue_room_at
 from phalanx.actions.timeline import Found, Memo, Plan
 from phalanx.framework.session import Session
 
@@ -133,7 +133,7 @@ class Teller:
             cache[key] = None if found is None or why is None else (found[0], why)
         told = cache[key]
         if told is None:
-            self._say(session, who, None, self._unknown())
+            self._say(session, who, None, self._unknown(session, who))
             heapq.heappush(self._due, (session.now + RETELL, who.seq, who.gang.ident))
             return
         start, why = told
@@ -188,7 +188,10 @@ class Teller:
         kind = "reserved" if reserved else "estimated (not reserved)"
         return f"{kind}: {where} free at {clock(start, now)}{cause}"
 
-    def _unknown(self) -> str:
+    def _unknown(self, session: Session, who: Candidate) -> str:
+        closed = queue_closed(session, who.gang)
+        if closed is not None:
+            return f"unknown until queue {closed!r} opens"
         blind = self.reserve.enders.get(math.inf, [])
         detail = f" (e.g. {', '.join(blind[:2])})" if blind else ""
         return f"unknown: no estimate for what holds the room it needs{detail}"

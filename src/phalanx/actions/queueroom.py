@@ -7,7 +7,8 @@ are no start: a reservation placed there holds the nodes idle and refuses the ba
 could use them. So a plan reserves from the later of the two: the first time at which the
 running gangs of each capped queue (those of the queue and of the queues below it), ending
 at their estimated ends, leave room under its capability for the gang's needs. ∞ when no
-such time is known (a gang without an estimate holds the room); −∞ when nothing is capped.
+such time is known (a gang without an estimate holds the room, or the gang's queue is closed:
+it gets no reservation, which would hold nodes it cannot use); −∞ when nothing is capped.
 
 The reservations already planned (``held``) count as running from now until their estimated
 end: two gangs reserved in one capped queue are not promised the same room. Without them, a
@@ -42,6 +43,14 @@ class Held(NamedTuple):
     requests: Sequence[Vector]
 
 
+def queue_closed(session: Session, gang: GangInfo) -> str | None:
+    """The name of ``gang``'s queue if it is closed (Volcano's ``state: Closed``), else None."""
+    book = session.state.queues
+    queue = book.queue_of(gang)
+    spec = book.specs.get(queue)
+    return queue if spec is not None and not spec.open else None
+
+
 def queue_room_at(
     session: Session,
     gang: GangInfo,
@@ -55,6 +64,8 @@ def queue_room_at(
     book = session.state.queues
     if not book.active or not book.specs:
         return -math.inf
+    if queue_closed(session, gang) is not None:
+        return math.inf  # no gang of a closed queue starts until it opens: no time is known
     index = session.state.index
     width = len(index)
     need = np.zeros(width)
