@@ -47,8 +47,7 @@ def queue_closed(session: Session, gang: GangInfo) -> str | None:
     """The name of ``gang``'s queue if it is closed (Volcano's ``state: Closed``), else None."""
     book = session.state.queues
     queue = book.queue_of(gang)
-    spec = book.specs.get(queue)
-    return queue if spec is not None and not spec.open else None
+    return queue if book.closed(queue) else None
 
 
 def queue_room_at(

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import pairwise
+from operator import attrgetter, itemgetter
 
 from phalanx.cluster.hints import CapacityOf, Hint
 from phalanx.cluster.workloads import GangInfo, PodInfo
@@ -72,24 +73,16 @@ def _in_order(session: Session, gangs: list[GangInfo]) -> list[PodInfo]:
             if pod.priority != priority:
                 uniform = False
             if pod.seq < last:
-                pods.sort(key=_arrival)
+                pods.sort(key=attrgetter("seq"))
                 break
             last = pod.seq
         runs.append(((-priority, gang.created, gang.key), pods))
-    runs.sort(key=_run_key)
+    runs.sort(key=itemgetter(0))
     if uniform and all(a[0] != b[0] for a, b in pairwise(runs)):
         return [pod for _, pods in runs for pod in pods]
     every = [pod for _, pods in runs for pod in pods]
     every.sort(key=lambda p: (-p.priority, p.gang.created, p.gang.key, p.seq))
     return every
-
-
-def _arrival(pod: PodInfo) -> int:
-    return pod.seq
-
-
-def _run_key(run: tuple[tuple[float, float, str], list[PodInfo]]) -> tuple[float, float, str]:
-    return run[0]
 
 
 def _parked(session: Session, capacity: CapacityOf) -> list[GangInfo]:

@@ -126,6 +126,11 @@ class QueueBook:
         self.declared = True
         self.generation += 1
 
+    def closed(self, name: str) -> bool:
+        """Is queue ``name`` declared closed (Volcano's ``state: Closed``): it admits nothing?"""
+        spec = self.specs.get(name)
+        return spec is not None and not spec.open
+
     def missing(self, name: str) -> bool:
         """Does a gang resolved to queue ``name`` name a queue that does not exist? Only
         while queue objects are declared (none at all: every name is a queue of its own), and

@@ -26,8 +26,8 @@ from phalanx.k8s.kindtable import Converted
 from phalanx.k8s.meta import ROLE_LABEL
 from phalanx.k8s.pods import TASK_SPEC, gang_ref
 
-#: (namespace, PodGroup name, role) → succeeded members (role ``FAILED``: failed members)
-Done = Counter[tuple[str, str, str]]
+#: (namespace, PodGroup name) → per role its succeeded members (role ``FAILED``: failed ones)
+Done = dict[tuple[str, str], Counter[str]]
 FAILED = "\x00failed"  # no role name: a label value cannot hold it
 
 
@@ -54,16 +54,13 @@ def note_finished(done: Done, obj: Mapping[str, Any], namespace: str, *, succeed
         or labels.get(ROLE_LABEL)
         or ""
     )
-    done[namespace, group, role if succeeded else FAILED] += 1
+    done.setdefault((namespace, group), Counter())[role if succeeded else FAILED] += 1
 
 
 def lowered(gang: GangSpec, done: Done) -> GangSpec:
     """``gang`` with its minimums lowered by its members that already succeeded."""
-    roles = {
-        role: n
-        for (ns, name, role), n in done.items()
-        if (ns, name) == (gang.namespace, gang.name) and role != FAILED
-    }
+    finished = done.get((gang.namespace, gang.name), Counter())
+    roles = {role: n for role, n in finished.items() if role != FAILED}
     if not roles:
         return gang
     minimums = {
@@ -80,7 +77,7 @@ def ended(items: Sequence[Converted], done: Done) -> set[str]:
     """Keys of the PodGroups whose members all finished: finished pods name them and nothing
     in the input makes or is a pod of theirs (a completed Volcano job's PodGroup, kept until
     its TTL). Such a PodGroup is over, not waiting for members."""
-    named = {f"{ns}/{name}" for ns, name, _ in done}
+    named = {f"{ns}/{name}" for ns, name in done}
     if not named:
         return set()
     live = set()

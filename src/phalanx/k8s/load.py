@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -120,7 +119,7 @@ class _Loader:
         self.seed = seed
         self.errors: list[InputError] = []
         self.generated: dict[str, int] = {}
-        self.succeeded: Done = Counter()  # members of gangs that already finished
+        self.succeeded: Done = {}  # members of gangs that already finished
 
     def flatten(self, docs: Iterable[tuple[str, object]]) -> Iterator[tuple[str, str, Obj]]:
         """``(source, where, object)``: empty documents skipped, lists expanded; ``where`` adds

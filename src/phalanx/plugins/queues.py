@@ -204,10 +204,9 @@ class Queues:
     def unit_valid(self, unit: Unit, table: NodeTable) -> tuple[str, str] | None:
         gang, book = unit.gang, self.book
         queue = book.queue_of(gang)
-        spec = book.specs.get(queue)
-        if spec is not None and not spec.open:
+        if book.closed(queue):
             return ("QueueClosed", f"queue {queue!r} is closed")
-        if spec is None and book.missing(queue):
+        if book.missing(queue):
             return ("QueueMissing", _missing(queue, gang.namespace, book.named(gang)))
         return self.flavor_verdict(unit, queue) or self.over_capability(queue, unit.pods)
 

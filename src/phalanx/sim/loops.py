@@ -34,14 +34,17 @@ from phalanx.sim.events import Event, EventQueue, Kind
 class Repeats:
     def __init__(self) -> None:
         self.seen: set[Hashable] = set()
-        self.ended = False  # the run ended here: nothing left to do but the loop
-        #: where it ended so (``retry_loop`` in ``-o json``): the instant, and the gangs
-        #: whose wake-ups were all that was left
+        #: where the run ended on the loop (``retry_loop`` in ``-o json``): the instant, and
+        #: the gangs whose wake-ups were all that was left (None: it did not)
         self.end: dict[str, Any] | None = None
+
+    @property
+    def ended(self) -> bool:
+        """Did the run end here: nothing left to do but the loop?"""
+        return self.end is not None
 
     def end_here(self, now: float, retrying: list[str]) -> None:
         """The run ends at ``now``: only these gangs' wake-ups were left, repeating."""
-        self.ended = True
         self.end = {"t": now, "gangs": retrying}
 
     def handled(self, event: Event) -> None:
