@@ -153,3 +153,29 @@ def test_a_podgroup_whose_members_all_finished_is_over(
     assert main(["simulate", str(path), "-o", "json"]) == 0
     run = json.loads(capsys.readouterr().out)
     assert (run["gangs"], run["waiting"]) == ([], 0)
+
+
+def test_a_podgroup_without_pods_says_why_it_waits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Workload API PodGroup no pod names (its pods not yet made) waits, and says why
+    (was: waiting with an empty reason)."""
+    path = tmp_path / "group.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\n"
+        'status: {allocatable: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "8", pods: "110"}}\n'
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\n"
+        "metadata: {name: infer, namespace: serve}\n"
+        "spec: {podGroupTemplates: [{name: shard, schedulingPolicy: {gang: {minCount: 2}}}]}\n"
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: infer-shard, namespace: serve}\n"
+        "spec:\n"
+        "  podGroupTemplateRef: {workload: {workloadName: infer, podGroupTemplateName: shard}}\n"
+        "  schedulingPolicy: {gang: {minCount: 2}}\n"
+    )
+    assert main(["simulate", str(path), "--policy", "phalanx", "-o", "json"]) == 0
+    [gang] = json.loads(capsys.readouterr().out)["gangs"]
+    assert (gang["state"], gang["reason"]) == (
+        "waiting",
+        "0 of minMember 2 pods exist; no other will come",
+    )

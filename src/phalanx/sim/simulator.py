@@ -413,7 +413,8 @@ class Simulation:
                 self.emit("deadlock", gang=gang, message=record.reason)
 
     def _short_of_members(self, gang: GangInfo) -> str:
-        """Why a gang whose members all run (a snapshot's) cannot start: too few exist."""
+        """Why a gang that was never tried cannot start (its members all run, as a snapshot's,
+        or it has none): too few exist."""
         alive = gang.alive()
         refused = self.refused.get(gang.key, 0)
         why = f" ({refused} refused, see pods refused)" if refused else ""
@@ -535,7 +536,8 @@ class Simulation:
             elif gang.started is not None:
                 record.state = "running"
             else:
-                record.reason = record.reason or (gang.condition.message if gang.condition else "")
+                told = gang.condition.message if gang.condition else self._short_of_members(gang)
+                record.reason = record.reason or told
         self.unborn.finish_records()
         gpu_capacity = (
             sum(float(self.state.table.total_allocatable()[c]) for c in self.gpu_columns) / 1000
